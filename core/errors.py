@@ -1,0 +1,148 @@
+"""Typed errors. Every refusal Keel makes is one of these, with a message a person can act on.
+
+Where Kafka has its own wording for a refusal, the message uses it verbatim so that an SRE who
+knows `kafka-topics.sh` recognises it. The CLI maps KeelError to exit status 1 (2 for usage);
+the dashboard shows `str(error)` with `st.error`.
+"""
+
+from __future__ import annotations
+
+
+class KeelError(Exception):
+    """Base of every error Keel raises on purpose."""
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+
+# --- connecting -----------------------------------------------------------------------------
+
+
+class ConnectStringError(KeelError):
+    """A ZooKeeper connect string that cannot be parsed."""
+
+
+class ZooKeeperUnreachableError(KeelError):
+    """No ZooKeeper server answered within the connect timeout."""
+
+
+class ZooKeeperAuthError(KeelError):
+    """ZooKeeper refused the credentials or the ACLs deny the read."""
+
+
+class NoKafkaError(KeelError):
+    """The path reached holds no ZooKeeper-mode Kafka cluster (no brokers registered)."""
+
+
+class KRaftControllerError(KeelError):
+    """A KRaft controller owns the cluster; ZooKeeper writes would be ignored or harmful."""
+
+
+# --- payloads -------------------------------------------------------------------------------
+
+
+class CorruptZnodeError(KeelError):
+    """A znode whose payload is not what Kafka writes there."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"corrupt znode {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class SnapshotFormatError(KeelError):
+    """A snapshot JSON document that is not `keel.snapshot/1`."""
+
+
+# --- validation (Kafka's exception names) ---------------------------------------------------
+
+
+class ValidationError(KeelError):
+    """Input that fails validation; nothing was written."""
+
+
+class InvalidPartitionsError(ValidationError):
+    pass
+
+
+class InvalidReplicationFactorError(ValidationError):
+    pass
+
+
+class InvalidReplicaAssignmentError(ValidationError):
+    pass
+
+
+class AdminOperationError(ValidationError):
+    pass
+
+
+class InvalidTopicError(ValidationError):
+    pass
+
+
+class TopicExistsError(ValidationError):
+    pass
+
+
+class UnknownTopicError(ValidationError):
+    pass
+
+
+class InvalidConfigurationError(ValidationError):
+    pass
+
+
+class PlanError(ValidationError):
+    """A reassignment / election / topics-to-move document that Kafka's tools would refuse."""
+
+
+# --- state conflicts ------------------------------------------------------------------------
+
+
+class BusyError(KeelError):
+    """Kafka is already doing the same kind of thing (an /admin node exists)."""
+
+
+class ReassignmentInProgressError(BusyError):
+    pass
+
+
+class ElectionInProgressError(BusyError):
+    pass
+
+
+class PermissionDeniedError(KeelError):
+    """The current role or a read-only instance forbids the action."""
+
+
+# --- ZooKeeper operations (raised by core.zk so that callers never import kazoo) ------------
+
+
+class ZkOperationError(KeelError):
+    """A ZooKeeper call failed; `path` names the znode involved."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+
+class ZkNoNodeError(ZkOperationError):
+    pass
+
+
+class ZkNodeExistsError(ZkOperationError):
+    pass
+
+
+class ZkBadVersionError(ZkOperationError):
+    """A conditional write lost a race: the znode changed since it was read."""
+
+
+class ZkNotEmptyError(ZkOperationError):
+    pass

@@ -1,0 +1,546 @@
+"""Partition health and leader balance, with Kafka's own definitions.
+
+Pure: takes a `ClusterSnapshot`, returns data. No I/O, no kazoo, streamlit or pyspark.
+
+Where the definitions come from (Apache Kafka source):
+
+* `kafka-topics --describe` -- `PartitionDescription` / `DescribeOptions` in TopicCommand
+  (`core/src/main/scala/kafka/admin/TopicCommand.scala` in 2.x-3.x, later ported to
+  `tools/src/main/java/org/apache/kafka/tools/TopicCommand.java`):
+
+  - under-replicated:  ``replicationFactor - isr.size > 0`` where, while a reassignment is in
+    progress, ``replicationFactor = replicas - adding_replicas`` (`getReplicationFactor`);
+  - unavailable:       ``!hasLeader || !liveBrokers.contains(leader)``;
+  - under-min-ISR:     ``!hasLeader || isr.size < min.insync.replicas``;
+  - at-min-ISR:        ``isr.size == min.insync.replicas`` (no leader check);
+  - the report flags select a partition when *any* selected predicate holds (`shouldPrintTopicPartition`).
+
+  We follow the `--bootstrap-server` path, which is the one Kafka supports in 2.x/3.x. There the
+  partition metadata comes from a broker's MetadataCache, which reports a leader that is not a
+  live broker as "no leader" (`LEADER_NOT_AVAILABLE`, leader id -1). So `hasLeader` means "has a
+  live leader", and a partition led by a dead broker is both unavailable and under-min-ISR.
+
+* `KafkaController.checkAndTriggerAutoLeaderRebalance` (`core/src/main/scala/kafka/controller/
+  KafkaController.scala`, 1.1-3.9) for leader imbalance -- see `broker_loads`.
+
+* `ControllerContext.hasPreferredLeader` (2.6+) for the controller's `PreferredReplicaImbalanceCount`
+  metric -- see `ClusterSummary.preferred_replica_imbalance`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from core.errors import ValidationError
+from core.model import NO_LEADER, ClusterSnapshot, Partition, Topic
+
+MIN_ISR_KEY = "min.insync.replicas"
+MIN_ISR_DEFAULT = 1
+IMBALANCE_KEY = "leader.imbalance.per.broker.percentage"
+IMBALANCE_DEFAULT_PERCENT = 10
+CLUSTER_DEFAULT_ENTITY = "<default>"
+
+
+# --- configuration values --------------------------------------------------------------------
+
+
+def _positive_int(value: object) -> int | None:
+    """`value` as Kafka would parse a min.insync.replicas string (an int >= 1), else None."""
+    if value is None:
+        return None
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        return None
+    return n if n >= 1 else None
+
+
+def cluster_min_isr_default(snapshot: ClusterSnapshot) -> int:
+    """The cluster-wide dynamic `min.insync.replicas` (``/config/brokers/<default>``), else 1.
+
+    Kafka's describe reads the topic's *effective* config from a broker: the topic override, then
+    that broker's dynamic config, then its server.properties, then 1. Only the dynamic cluster
+    default is visible in ZooKeeper in a way that applies to every broker, so that is the fallback
+    used here; static server.properties values cannot be seen from ZooKeeper.
+    """
+    value = snapshot.broker_configs.get(CLUSTER_DEFAULT_ENTITY, {}).get(MIN_ISR_KEY)
+    return _positive_int(value) or MIN_ISR_DEFAULT
+
+
+def min_isr(topic: Topic, default: int = MIN_ISR_DEFAULT) -> int:
+    """The topic's `min.insync.replicas`; a missing or invalid value (not an int >= 1) gives `default`."""
+    return _positive_int(topic.config.get(MIN_ISR_KEY)) or default
+
+
+def leader_imbalance_threshold(snapshot: ClusterSnapshot, override: int | None = None) -> int:
+    """The `leader.imbalance.per.broker.percentage` the controller compares every broker against.
+
+    Kafka: one cluster-wide value -- the *active controller's own* `config.leaderImbalancePerBrokerPercentage`
+    (KafkaController.checkAndTriggerAutoLeaderRebalance). It is not a per-broker setting, and it is
+    not dynamically updatable (it is absent from DynamicBrokerConfig.AllDynamicConfigs), so Kafka
+    itself only reads it from the controller's server.properties.
+
+    Keel resolves, in order: `override` (the value the operator knows from server.properties);
+    the controller broker's entry in the snapshot's broker configs (its own, then ``<default>``);
+    when no controller is known, ``<default>``; then Kafka's default, 10. A value recorded for
+    any *other* broker is ignored, as Kafka would ignore it.
+    """
+    if override is not None:
+        return int(override)
+    ctrl = snapshot.controller
+    if ctrl is not None and ctrl.broker_id is not None and ctrl.broker_id >= 0:
+        raw = snapshot.broker_config(ctrl.broker_id, IMBALANCE_KEY)
+    else:
+        raw = snapshot.broker_configs.get(CLUSTER_DEFAULT_ENTITY, {}).get(IMBALANCE_KEY)
+    if raw is not None:
+        try:
+            return int(str(raw).strip())
+        except ValueError:
+            pass
+    return IMBALANCE_DEFAULT_PERCENT
+
+
+# --- per-partition predicates ----------------------------------------------------------------
+
+
+def replication_factor(p: Partition) -> int:
+    """Kafka's `getReplicationFactor`: replicas minus the adding replicas of an in-flight reassignment."""
+    adding = p.adding_replicas
+    if not adding:
+        return len(p.replicas)
+    return sum(1 for r in p.replicas if r not in adding)
+
+
+def has_live_leader(p: Partition, alive: frozenset[int] | set[int]) -> bool:
+    return p.leader != NO_LEADER and p.leader in alive
+
+
+def is_under_replicated(p: Partition) -> bool:
+    return len(p.isr) < replication_factor(p)
+
+
+def is_unavailable(p: Partition, alive: frozenset[int] | set[int]) -> bool:
+    return not has_live_leader(p, alive)
+
+
+def is_under_min_isr(p: Partition, min_isr_count: int, alive: frozenset[int] | set[int]) -> bool:
+    return not has_live_leader(p, alive) or len(p.isr) < min_isr_count
+
+
+def is_at_min_isr(p: Partition, min_isr_count: int) -> bool:
+    return len(p.isr) == min_isr_count
+
+
+def isr_differs(p: Partition) -> bool:
+    """Replica verification: the ISR, as a set, is not the assigned replica set."""
+    return set(p.isr) != set(p.replicas)
+
+
+def out_of_sync_replicas(p: Partition) -> tuple[int, ...]:
+    """Assigned replicas not in the ISR, in assignment order."""
+    isr = p.isr
+    return tuple(r for r in p.replicas if r not in isr)
+
+
+def is_off_preferred_leader(p: Partition) -> bool:
+    """The controller's per-partition imbalance test: state present and leader != first replica.
+
+    A leader of -1 counts; a partition without a state znode does not (the controller has no
+    leadership info for it, and `leadershipInfo.exists(...)` is false).
+    """
+    return p.has_state and bool(p.replicas) and p.leader != p.replicas[0]
+
+
+def is_reassigning(p: Partition) -> bool:
+    return bool(p.adding_replicas or p.removing_replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionHealth:
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    min_isr: int
+    has_state: bool
+    under_replicated: bool
+    unavailable: bool
+    under_min_isr: bool
+    at_min_isr: bool
+    isr_differs: bool
+    out_of_sync: tuple[int, ...]
+    off_preferred_leader: bool
+    reassigning: bool
+
+    @property
+    def healthy(self) -> bool:
+        return not (self.under_replicated or self.unavailable or self.under_min_isr)
+
+
+def iter_partition_health(snapshot: ClusterSnapshot) -> Iterator[PartitionHealth]:
+    """`PartitionHealth` rows one at a time (the predicates above, inlined for speed)."""
+    alive = snapshot.alive_broker_ids
+    default = cluster_min_isr_default(snapshot)
+    row = PartitionHealth
+    for t in snapshot.topics:
+        mi = min_isr(t, default)
+        name = t.name
+        for p in t.partitions:
+            replicas = p.replicas
+            isr = p.isr
+            leader = p.leader
+            has_state = p.has_state
+            live_leader = leader != NO_LEADER and leader in alive
+            n_isr = len(isr)
+            if isr == replicas:
+                out_of_sync: tuple[int, ...] = ()
+                differs = False
+            else:
+                out_of_sync = tuple(r for r in replicas if r not in isr)
+                differs = set(isr) != set(replicas)
+            adding = p.adding_replicas
+            reassigning = bool(adding or p.removing_replicas)
+            rf = len(replicas) - sum(1 for r in replicas if r in adding) if adding else len(replicas)
+            # positional, in field order: topic, partition, leader, replicas, isr, min_isr, has_state,
+            # under_replicated, unavailable, under_min_isr, at_min_isr, isr_differs, out_of_sync,
+            # off_preferred_leader, reassigning
+            yield row(name, p.partition, leader, replicas, isr, mi, has_state,
+                      n_isr < rf, not live_leader, not live_leader or n_isr < mi, n_isr == mi,
+                      differs, out_of_sync,
+                      has_state and bool(replicas) and leader != replicas[0],
+                      reassigning)
+
+
+def partition_health(snapshot: ClusterSnapshot) -> list[PartitionHealth]:
+    """One row per partition, in snapshot order (topics by name, partitions by number)."""
+    return list(iter_partition_health(snapshot))
+
+
+def replica_verification(snapshot: ClusterSnapshot) -> list[PartitionHealth]:
+    """Partitions whose ISR set differs from their assigned replica set."""
+    return [h for h in iter_partition_health(snapshot) if h.isr_differs]
+
+
+# --- kafka-topics --describe filters ---------------------------------------------------------
+
+
+def compile_topic_regex(raw: str) -> re.Pattern[str]:
+    """Compile a `--topic` argument the way kafka-topics does (TopicFilter / IncludeList).
+
+    Kafka trims it, turns ',' into '|', drops spaces and leading/trailing quotes, then requires the
+    whole topic name to match (Java `String.matches`). Python's `re` stands in for java.util.regex;
+    the common syntax is the same, Java-only constructs such as ``\\p{Alpha}`` are refused.
+    """
+    regex = raw.strip().replace(",", "|").replace(" ", "")
+    regex = re.sub(r"""^["']+""", "", regex)
+    regex = re.sub(r"""["']+$""", "", regex)
+    try:
+        return re.compile(regex)
+    except re.error as e:
+        # Kafka's wording: "<regex> is an invalid regex."
+        raise ValidationError(f"{regex} is an invalid regex.", hint=str(e)) from None
+
+
+def matching_topics(snapshot: ClusterSnapshot, topic_regex: str | None = None, *,
+                    exclude_internal: bool = False) -> list[str]:
+    """Topic names kafka-topics `--topic <regex>` (and `--exclude-internal`) would select, sorted."""
+    pattern = compile_topic_regex(topic_regex) if topic_regex is not None else None
+    return sorted(
+        t.name for t in snapshot.topics
+        if (pattern is None or pattern.fullmatch(t.name)) and not (exclude_internal and t.is_internal)
+    )
+
+
+def filter_partitions(snapshot: ClusterSnapshot, *, topic_regex: str | None = None,
+                      under_replicated: bool = False, unavailable: bool = False,
+                      under_min_isr: bool = False, at_min_isr: bool = False,
+                      exclude_internal: bool = False) -> ClusterSnapshot:
+    """The snapshot narrowed the way `kafka-topics --describe` narrows its output.
+
+    `topic_regex` is `--topic` (a regex over the whole name, see `compile_topic_regex`); the flags
+    are `--under-replicated-partitions`, `--unavailable-partitions`, `--under-min-isr-partitions`
+    and `--at-min-isr-partitions`. With no flag every partition of the selected topics is kept.
+
+    Several flags combine as OR: a partition is kept when any selected predicate holds. That is
+    the predicate logic of every TopicCommand (`shouldPrintTopicPartition`). Note that the Scala
+    TopicCommand of 2.x-3.x *refuses* to combine these flags on the command line (each report
+    option lists the other three as invalid), and refuses `--under-min-isr-partitions` /
+    `--at-min-isr-partitions` with `--zookeeper`; the later Java TopicCommand in tools/ accepts
+    combinations and ORs them, which is what this function does.
+
+    Raises ValidationError for an invalid regex. No match is not an error here (Kafka's
+    "Topic '<t>' does not exist as expected" is for the CLI to raise, see `matching_topics`).
+    """
+    wanted = set(matching_topics(snapshot, topic_regex, exclude_internal=exclude_internal)) \
+        if (topic_regex is not None or exclude_internal) else None
+    alive = snapshot.alive_broker_ids
+    default = cluster_min_isr_default(snapshot)
+    mins = {t.name: min_isr(t, default) for t in snapshot.topics}
+    any_flag = under_replicated or unavailable or under_min_isr or at_min_isr
+
+    def keep(p: Partition) -> bool:
+        if wanted is not None and p.topic not in wanted:
+            return False
+        if not any_flag:
+            return True
+        n_isr = len(p.isr)
+        mi = mins.get(p.topic, default)
+        live_leader = p.leader != NO_LEADER and p.leader in alive
+        return ((under_replicated and n_isr < replication_factor(p))
+                or (unavailable and not live_leader)
+                or (under_min_isr and (not live_leader or n_isr < mi))
+                or (at_min_isr and n_isr == mi))
+
+    return snapshot.filtered(keep)
+
+
+# --- brokers and the cluster -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerLoad:
+    """One broker's share of the cluster, and the controller's leader-imbalance view of it.
+
+    `replicas` and `leaders` count every partition (topics being deleted included: they still hold
+    data). `preferred`, `preferred_not_leading`, `imbalance_ratio`, `over_threshold` and
+    `electable` follow the controller and leave out topics queued for deletion.
+    `imbalance_ratio` is None when the broker is the preferred replica of nothing (the controller
+    does not check such a broker). `electable` counts the not-leading partitions whose preferred
+    replica is alive and in the ISR -- the ones an election could actually move.
+    """
+
+    broker_id: int
+    rack: str | None
+    alive: bool
+    listed: bool  # registered or listed in the snapshot's brokers; False = only seen in assignments
+    replicas: int
+    leaders: int
+    preferred: int
+    preferred_not_leading: int
+    imbalance_ratio: float | None
+    over_threshold: bool
+    electable: int
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    brokers_total: int
+    brokers_alive: int
+    brokers_dead: int  # listed as not alive, or referenced by an assignment/leader without a registration
+    topics: int
+    partitions: int
+    replicas: int
+    under_replicated: int
+    unavailable: int
+    under_min_isr: int
+    at_min_isr: int
+    isr_differs: int  # replica verification
+    offline: int  # leader -1 (missing state included)
+    missing_state: int
+    off_preferred_leader: int
+    # the controller's PreferredReplicaImbalanceCount: state present, topic not being deleted, and
+    # leader != first replica -- except that while the first replica is still an adding replica of
+    # a reassignment the partition counts only once that replica is in the ISR.
+    preferred_replica_imbalance: int
+    reassigning_partitions: int  # partitions with adding/removing replicas
+    reassignment_in_progress: bool  # blocks the controller's auto leader rebalance entirely
+    topics_pending_deletion: int
+    leader_imbalance_threshold: int  # percent
+    brokers_over_threshold: tuple[int, ...]
+    leaders_per_broker: dict[int, int]
+    replicas_per_broker: dict[int, int]
+    racks: dict[str, tuple[int, ...]]  # rack -> broker ids (listed brokers only)
+    brokers_without_rack: tuple[int, ...]
+    brokers: tuple[BrokerLoad, ...]
+    controller_id: int | None
+    problems: int
+
+
+def _scan(snapshot: ClusterSnapshot, threshold: int) -> ClusterSummary:
+    """Everything in one pass over the partitions; no per-partition objects are built."""
+    alive = snapshot.alive_broker_ids
+    deleting = frozenset(snapshot.in_progress.deletion)
+    default = cluster_min_isr_default(snapshot)
+
+    replica_count: dict[int, int] = {}
+    leader_count: dict[int, int] = {}
+    preferred: dict[int, int] = {}
+    not_leading: dict[int, int] = {}
+    electable: dict[int, int] = {}
+    rc_get = replica_count.get
+    lc_get = leader_count.get
+
+    n_partitions = n_replicas = 0
+    urp = unavail = under_min = at_min = differs = offline = missing = off_pref = 0
+    pri = reassigning = 0
+
+    for t in snapshot.topics:
+        mi = min_isr(t, default)
+        counted = t.name not in deleting  # the controller skips topics queued for deletion
+        for p in t.partitions:
+            replicas = p.replicas
+            isr = p.isr
+            leader = p.leader
+            has_state = p.has_state
+            n_rep = len(replicas)
+            n_isr = len(isr)
+            n_partitions += 1
+            n_replicas += n_rep
+            for r in replicas:
+                replica_count[r] = rc_get(r, 0) + 1
+
+            if leader == NO_LEADER:
+                offline += 1
+                live_leader = False
+            else:
+                leader_count[leader] = lc_get(leader, 0) + 1
+                live_leader = leader in alive
+            if not has_state:
+                missing += 1
+
+            adding = p.adding_replicas
+            if adding or p.removing_replicas:
+                reassigning += 1
+                rf = n_rep - sum(1 for r in replicas if r in adding)
+            else:
+                rf = n_rep
+            if n_isr < rf:
+                urp += 1
+            if not live_leader:
+                unavail += 1
+                under_min += 1
+            elif n_isr < mi:
+                under_min += 1
+            if n_isr == mi:
+                at_min += 1
+            if isr != replicas and set(isr) != set(replicas):
+                differs += 1
+
+            if n_rep:
+                pref = replicas[0]
+                off = has_state and leader != pref
+                if off:
+                    off_pref += 1
+                if counted:
+                    preferred[pref] = preferred.get(pref, 0) + 1
+                    if off:
+                        not_leading[pref] = not_leading.get(pref, 0) + 1
+                        if pref in alive and pref in isr:
+                            electable[pref] = electable.get(pref, 0) + 1
+                    if has_state:
+                        if adding and pref in adding:
+                            if pref in isr:
+                                pri += 1
+                        elif off:
+                            pri += 1
+
+    reassignment_in_progress = bool(snapshot.in_progress.reassignment) or reassigning > 0
+
+    listed = {b.id: b for b in snapshot.brokers}
+    all_ids = sorted(set(listed) | set(replica_count) | set(leader_count))
+    loads: list[BrokerLoad] = []
+    over: list[int] = []
+    for bid in all_ids:
+        b = listed.get(bid)
+        pc = preferred.get(bid, 0)
+        nl = not_leading.get(bid, 0)
+        ratio = nl / pc if pc else None
+        # Kafka: imbalanceRatio > percentage / 100, i.e. nl / pc > threshold / 100 (exact integers here)
+        is_over = bool(pc) and nl * 100 > threshold * pc
+        if is_over:
+            over.append(bid)
+        loads.append(BrokerLoad(
+            broker_id=bid, rack=b.rack if b else None, alive=bid in alive, listed=b is not None,
+            replicas=replica_count.get(bid, 0), leaders=leader_count.get(bid, 0),
+            preferred=pc, preferred_not_leading=nl, imbalance_ratio=ratio, over_threshold=is_over,
+            electable=electable.get(bid, 0),
+        ))
+
+    racks: dict[str, list[int]] = {}
+    no_rack: list[int] = []
+    for b in sorted(snapshot.brokers, key=lambda b: b.id):
+        if b.rack is None:
+            no_rack.append(b.id)
+        else:
+            racks.setdefault(b.rack, []).append(b.id)
+
+    n_alive = sum(1 for bid in all_ids if bid in alive)
+    ctrl = snapshot.controller
+    return ClusterSummary(
+        brokers_total=len(all_ids), brokers_alive=n_alive, brokers_dead=len(all_ids) - n_alive,
+        topics=len(snapshot.topics), partitions=n_partitions, replicas=n_replicas,
+        under_replicated=urp, unavailable=unavail, under_min_isr=under_min, at_min_isr=at_min,
+        isr_differs=differs, offline=offline, missing_state=missing, off_preferred_leader=off_pref,
+        preferred_replica_imbalance=pri, reassigning_partitions=reassigning,
+        reassignment_in_progress=reassignment_in_progress,
+        topics_pending_deletion=sum(1 for t in snapshot.topics if t.name in deleting),
+        leader_imbalance_threshold=threshold, brokers_over_threshold=tuple(over),
+        leaders_per_broker={bid: leader_count.get(bid, 0) for bid in all_ids},
+        replicas_per_broker={bid: replica_count.get(bid, 0) for bid in all_ids},
+        racks={k: tuple(v) for k, v in sorted(racks.items())}, brokers_without_rack=tuple(no_rack),
+        brokers=tuple(loads),
+        controller_id=ctrl.broker_id if ctrl is not None else None,
+        problems=len(snapshot.problems),
+    )
+
+
+def summarize(snapshot: ClusterSnapshot, *, threshold_percent: int | None = None) -> ClusterSummary:
+    """Counts for the whole cluster, plus the per-broker rows (`ClusterSummary.brokers`).
+
+    `threshold_percent` overrides `leader.imbalance.per.broker.percentage` (see
+    `leader_imbalance_threshold`). One pass over the partitions.
+    """
+    return _scan(snapshot, leader_imbalance_threshold(snapshot, threshold_percent))
+
+
+def broker_loads(snapshot: ClusterSnapshot, *, threshold_percent: int | None = None) -> list[BrokerLoad]:
+    """One row per broker, sorted by id: every listed broker (alive ones with zero replicas
+    included) and every broker id an assignment or a leader refers to (dead if unregistered).
+
+    Leader imbalance is the controller's (KafkaController.checkAndTriggerAutoLeaderRebalance):
+    partitions are grouped by their first replica, *topics queued for deletion left out*; for each
+    broker B, ratio = (partitions whose first replica is B and whose leader is not B) / (partitions
+    whose first replica is B). Leader -1 counts as "not B"; a partition without a state znode
+    counts in the denominator only (no leadership info). The broker is over the threshold when
+    ratio > percentage / 100 (strictly greater). Partitions being reassigned are *not* left out of
+    the ratio: instead the controller triggers no election at all while any reassignment is in
+    progress (`partitionsBeingReassigned.isEmpty`), see `ClusterSummary.reassignment_in_progress`
+    and `auto_rebalance_candidates`.
+    """
+    return list(summarize(snapshot, threshold_percent=threshold_percent).brokers)
+
+
+def auto_rebalance_candidates(snapshot: ClusterSnapshot, *,
+                              threshold_percent: int | None = None) -> list[tuple[str, int]]:
+    """The partitions the controller's next auto leader rebalance would elect, (topic, partition) sorted.
+
+    Empty while any reassignment is in progress. Otherwise, for every broker over the threshold,
+    its not-leading partitions (topics being deleted excluded) whose preferred replica is alive
+    and in the ISR (`canPreferredReplicaBeLeader`). Applies only when the brokers run with
+    `auto.leader.rebalance.enable=true` (Kafka's default), which ZooKeeper does not record.
+    """
+    summary = summarize(snapshot, threshold_percent=threshold_percent)
+    if summary.reassignment_in_progress or not summary.brokers_over_threshold:
+        return []
+    over = set(summary.brokers_over_threshold)
+    alive = snapshot.alive_broker_ids
+    deleting = frozenset(snapshot.in_progress.deletion)
+    out: list[tuple[str, int]] = []
+    for t in snapshot.topics:
+        if t.name in deleting:
+            continue
+        for p in t.partitions:
+            if not p.replicas or not p.has_state:
+                continue
+            pref = p.replicas[0]
+            if pref in over and p.leader != pref and pref in alive and pref in p.isr:
+                out.append((t.name, p.partition))
+    return sorted(out)
+
+
+def unhealthy(rows: Iterable[PartitionHealth]) -> list[PartitionHealth]:
+    """The rows with any of under-replicated, unavailable or under-min-ISR."""
+    return [h for h in rows if not h.healthy]

@@ -1,0 +1,488 @@
+"""A ZooKeeper session: the only place Keel touches kazoo.
+
+`ZkSession` opens a bounded connection (connect-string parsing, digest auth, TLS, retries) and
+offers the few calls the rest of Keel needs, translating kazoo's exceptions into core.errors so
+that no other package has to import kazoo. `get_many` pipelines reads: it keeps a window of
+asynchronous requests in flight instead of paying one round trip per znode.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import ssl
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Sequence
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (
+    AuthFailedError,
+    BadVersionError,
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import EventType
+from kazoo.retry import KazooRetry
+
+from core.errors import (
+    ConnectStringError,
+    KeelError,
+    ZkBadVersionError,
+    ZkNodeExistsError,
+    ZkNoNodeError,
+    ZkNotEmptyError,
+    ZkOperationError,
+    ZooKeeperAuthError,
+    ZooKeeperUnreachableError,
+)
+from core.zk.wire import WireReader, WireSettings
+
+log = logging.getLogger(__name__)
+
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)(?::(\d+))?$")
+_CHROOT_SEGMENT = re.compile(r"^[^/\x00]+$")
+
+
+@dataclass(frozen=True)
+class ConnectString:
+    hosts: tuple[tuple[str, int], ...]
+    chroot: str | None
+
+    @property
+    def hosts_text(self) -> str:
+        return ",".join(f"{h}:{p}" for h, p in self.hosts)
+
+    def __str__(self) -> str:
+        return self.hosts_text + (self.chroot or "")
+
+
+def parse_connect_string(text: str) -> ConnectString:
+    """`host:port[,host:port][/chroot]` as ZooKeeper and Kafka's zookeeper.connect accept it."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConnectStringError("empty ZooKeeper connect string: expected host:port[,host:port][/chroot]")
+    text = text.strip()
+    slash = text.find("/")
+    hosts_part, chroot = (text, None) if slash < 0 else (text[:slash], text[slash:])
+    if chroot is not None:
+        if chroot == "/":
+            chroot = None
+        else:
+            segments = chroot[1:].split("/")
+            if any(not _CHROOT_SEGMENT.match(s) or s in (".", "..") for s in segments):
+                raise ConnectStringError(
+                    f"invalid chroot {chroot!r} in {text!r}: segments must be non-empty, without '.' or '..', "
+                    "and the path must not end with '/'"
+                )
+    hosts = []
+    for item in hosts_part.split(","):
+        m = _HOST.match(item.strip())
+        if not m:
+            raise ConnectStringError(f"invalid ZooKeeper host {item!r} in {text!r}: expected host:port")
+        port = int(m[2]) if m[2] else 2181
+        if not 0 < port < 65536:
+            raise ConnectStringError(f"invalid port {port} in {text!r}: must be 1-65535")
+        hosts.append((m[1], port))
+    return ConnectString(tuple(hosts), chroot)
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    key_password: str | None = None
+    verify: bool = True
+
+
+@dataclass(frozen=True)
+class ZkSettings:
+    connect: str
+    digest: str | None = None  # "user:password"
+    tls: TlsOptions | None = None
+    connect_timeout: float = 10.0
+    session_timeout: float = 15.0
+    retries: int = 3
+
+
+@dataclass(frozen=True)
+class Node:
+    path: str
+    data: bytes | None  # None: the znode does not exist
+    version: int = -1
+    ephemeral_owner: int = 0
+
+    @property
+    def exists(self) -> bool:
+        return self.data is not None
+
+
+# Watch callbacks receive (path, kind) with kind one of "created", "deleted", "changed", "child", "none".
+WatchFn = Callable[[str, str], None]
+_EVENT_KIND = {
+    EventType.CREATED: "created",
+    EventType.DELETED: "deleted",
+    EventType.CHANGED: "changed",
+    EventType.CHILD: "child",
+    EventType.NONE: "none",
+}
+
+
+_WRAPPERS: dict[WatchFn, Callable] = {}
+
+
+def _kazoo_watch(fn: WatchFn | None):
+    # One wrapper per callback: kazoo keeps a set of watchers per path, so a fresh lambda on each
+    # read would register the same callback again and again.
+    if fn is None:
+        return None
+    wrapper = _WRAPPERS.get(fn)
+    if wrapper is None:
+        wrapper = _WRAPPERS[fn] = lambda event: fn(event.path, _EVENT_KIND.get(event.type, "none"))
+    return wrapper
+
+
+def _translate(e: Exception, path: str | None) -> Exception:
+    if isinstance(e, NoNodeError):
+        return ZkNoNodeError(f"znode {path} does not exist", path)
+    if isinstance(e, NodeExistsError):
+        return ZkNodeExistsError(f"znode {path} already exists", path)
+    if isinstance(e, BadVersionError):
+        return ZkBadVersionError(f"znode {path} changed since it was read", path)
+    if isinstance(e, NotEmptyError):
+        return ZkNotEmptyError(f"znode {path} has children", path)
+    if isinstance(e, (NoAuthError, AuthFailedError)):
+        return ZooKeeperAuthError(f"ZooKeeper denied access to {path}: check the digest credentials and ACLs")
+    if isinstance(e, KazooTimeoutError):
+        return ZooKeeperUnreachableError(f"ZooKeeper did not answer a request for {path} in time")
+    return ZkOperationError(f"ZooKeeper error on {path}: {type(e).__name__} {e}", path)
+
+
+@dataclass
+class Op:
+    """One operation of an atomic multi-op (see ZkSession.multi)."""
+
+    kind: str  # create | set | delete | check
+    path: str
+    data: bytes = b""
+    version: int = -1
+    sequence: bool = False
+    ephemeral: bool = False
+
+
+class ZkSession:
+    """A started ZooKeeper client bound to one connect string (chroot included)."""
+
+    def __init__(self, settings: ZkSettings):
+        self.settings = settings
+        self.target = parse_connect_string(settings.connect)
+        self._listeners: list[Callable[[str], None]] = []
+        self._lock = threading.Lock()
+        self._wire: WireReader | None = None
+        self._wire_failed = False
+        kwargs = {}
+        if settings.tls:
+            kwargs.update(use_ssl=True, ca=settings.tls.ca, certfile=settings.tls.cert, keyfile=settings.tls.key,
+                          keyfile_password=settings.tls.key_password, verify_certs=settings.tls.verify)
+        if settings.digest:
+            if ":" not in settings.digest:
+                raise ConnectStringError("digest credentials must look like user:password")
+            kwargs["auth_data"] = [("digest", settings.digest)]
+        self._client = KazooClient(
+            hosts=str(self.target),
+            timeout=settings.session_timeout,
+            connection_retry=KazooRetry(max_tries=settings.retries, delay=0.2, max_delay=2.0, ignore_expire=False),
+            command_retry=KazooRetry(max_tries=settings.retries, delay=0.2, max_delay=2.0),
+            logger=logging.getLogger("keel.kazoo"),
+            **kwargs,
+        )
+        self._client.add_listener(self._on_state)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, settings: ZkSettings | str, **overrides) -> "ZkSession":
+        if isinstance(settings, str):
+            settings = ZkSettings(connect=settings, **overrides)
+        session = cls(settings)
+        session.start()
+        return session
+
+    def start(self) -> None:
+        try:
+            self._client.start(timeout=self.settings.connect_timeout)
+        except KazooTimeoutError:
+            self.close()
+            raise ZooKeeperUnreachableError(
+                f"could not connect to ZooKeeper at {self.target.hosts_text} within "
+                f"{self.settings.connect_timeout:g} s: check the host, the port and that ZooKeeper is running"
+            ) from None
+        except AuthFailedError:
+            self.close()
+            raise ZooKeeperAuthError(f"ZooKeeper at {self.target.hosts_text} rejected the digest credentials") from None
+        except Exception as e:  # SSL errors and the like surface here
+            self.close()
+            raise ZooKeeperUnreachableError(f"could not connect to ZooKeeper at {self.target.hosts_text}: {e}") from None
+
+    def close(self) -> None:
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
+        try:
+            self._client.stop()
+        finally:
+            self._client.close()
+
+    def __enter__(self) -> "ZkSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def connected(self) -> bool:
+        return self._client.state == KazooState.CONNECTED
+
+    @property
+    def session_id(self) -> int | None:
+        cid = self._client.client_id
+        return cid[0] if cid else None
+
+    def on_state_change(self, fn: Callable[[str], None]) -> None:
+        """fn("connected" | "suspended" | "lost") from kazoo's thread; keep it quick."""
+        self._listeners.append(fn)
+
+    def _on_state(self, state) -> None:
+        name = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended", KazooState.LOST: "lost"}[state]
+        for fn in list(self._listeners):
+            try:
+                fn(name)
+            except Exception:  # a listener must not break kazoo's event thread
+                log.exception("state listener failed")
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def get(self, path: str, watch: WatchFn | None = None) -> Node:
+        try:
+            data, stat = self._client.get(path, watch=_kazoo_watch(watch))
+        except NoNodeError:
+            if watch is not None:  # keep watching for the node to appear
+                self._client.exists(path, watch=_kazoo_watch(watch))
+            return Node(path, None)
+        except KazooException as e:
+            raise _translate(e, path) from None
+        return Node(path, data if data is not None else b"", stat.version, stat.ephemeralOwner)
+
+    def children(self, path: str, watch: WatchFn | None = None) -> list[str] | None:
+        """Child names, or None when the node does not exist (then a watch waits for its creation)."""
+        try:
+            return self._client.get_children(path, watch=_kazoo_watch(watch))
+        except NoNodeError:
+            if watch is not None:
+                self._client.exists(path, watch=_kazoo_watch(watch))
+            return None
+        except KazooException as e:
+            raise _translate(e, path) from None
+
+    def exists(self, path: str, watch: WatchFn | None = None) -> bool:
+        try:
+            return self._client.exists(path, watch=_kazoo_watch(watch)) is not None
+        except KazooException as e:
+            raise _translate(e, path) from None
+
+    def get_many(
+        self,
+        paths: Sequence[str],
+        *,
+        watch: WatchFn | None = None,
+        window: int = 2000,
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[Node]:
+        """Pipelined reads: up to `window` requests in flight; yields Nodes in the order of `paths`.
+
+        `progress(n)` is called with the number of nodes read so far, every `window` nodes.
+        """
+        if watch is None and (wire := self._wire_reader()) is not None:
+            yield from self._get_many_wire(wire, paths, progress)
+            return
+        kw = _kazoo_watch(watch)
+        pending: list[tuple[str, object]] = []
+        done = 0
+        for path in paths:
+            pending.append((path, self._client.get_async(path, watch=kw)))
+            if len(pending) >= window:
+                yield from self._drain(pending, kw)
+                done += len(pending)
+                pending = []
+                if progress:
+                    progress(done)
+        yield from self._drain(pending, kw)
+        if progress and pending:
+            progress(done + len(pending))
+
+    def children_many(self, paths: Sequence[str], *, watch: WatchFn | None = None) -> dict[str, list[str] | None]:
+        if watch is None and (wire := self._wire_reader()) is not None:
+            with self._lock:
+                return dict(wire.children_many(list(paths)))
+        kw = _kazoo_watch(watch)
+        asyncs = [(p, self._client.get_children_async(p, watch=kw)) for p in paths]
+        out: dict[str, list[str] | None] = {}
+        for p, res in asyncs:
+            try:
+                out[p] = res.get()
+            except NoNodeError:
+                out[p] = None
+            except KazooException as e:
+                raise _translate(e, p) from None
+        return out
+
+    # --- bulk reads over the wire reader (no watches) ---------------------------------------
+
+    def _wire_reader(self) -> WireReader | None:
+        """The pipelined reader, opened on first use; None (kazoo is used) if it cannot connect."""
+        if self._wire is None and not self._wire_failed:
+            tls = None
+            if self.settings.tls:
+                t = self.settings.tls
+                tls = ssl.create_default_context(cafile=t.ca)
+                if t.cert:
+                    tls.load_cert_chain(t.cert, t.key, t.key_password)
+                if not t.verify:
+                    tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+            try:
+                self._wire = WireReader(WireSettings(
+                    hosts=self.target.hosts, chroot=self.target.chroot, digest=self.settings.digest,
+                    tls_context=tls, connect_timeout=self.settings.connect_timeout,
+                    session_timeout_ms=int(self.settings.session_timeout * 1000)))
+            except KeelError as e:
+                log.warning("pipelined reader unavailable, reading through kazoo: %s", e)
+                self._wire_failed = True
+        return self._wire
+
+    def _get_many_wire(self, wire: WireReader, paths: Sequence[str], progress) -> Iterator[Node]:
+        paths = list(paths)
+        with self._lock:
+            # Materialise under the lock: the reader is one socket shared by this session's threads.
+            nodes = []
+            for i, (path, data, version, owner) in enumerate(wire.get_many(paths), 1):
+                nodes.append(Node(path, data, version, owner))
+                if progress and i % 5000 == 0:
+                    progress(i)
+        if progress and paths:
+            progress(len(paths))
+        yield from nodes
+
+    def _drain(self, pending, kw) -> Iterator[Node]:
+        for path, res in pending:
+            try:
+                data, stat = res.get()
+            except NoNodeError:
+                if kw is not None:
+                    self._client.exists_async(path, watch=kw)
+                yield Node(path, None)
+                continue
+            except KazooException as e:
+                raise _translate(e, path) from None
+            yield Node(path, data if data is not None else b"", stat.version, stat.ephemeralOwner)
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False,
+               makepath: bool = False) -> str:
+        try:
+            return self._client.create(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
+        except KazooException as e:
+            raise _translate(e, path) from None
+
+    def create_many(self, nodes: Iterable[tuple[str, bytes]]) -> int:
+        """Pipelined, non-atomic creates of persistent nodes, parents before children.
+
+        For bulk seeding only: an error stops at the failing node and raises; nodes created
+        before it stay; nodes that already exist are skipped. Returns the number created.
+        """
+        nodes = list(nodes)
+        wire = self._wire_reader()
+        if wire is None:
+            created = 0
+            for path, data in nodes:
+                try:
+                    self.create(path, data)
+                    created += 1
+                except ZkNodeExistsError:
+                    pass
+            return created
+        with self._lock:
+            return wire.create_many(nodes)[0]
+
+    def ensure_path(self, path: str) -> None:
+        try:
+            self._client.ensure_path(path)
+        except KazooException as e:
+            raise _translate(e, path) from None
+
+    def set(self, path: str, data: bytes, version: int = -1) -> int:
+        try:
+            return self._client.set(path, data, version=version).version
+        except KazooException as e:
+            raise _translate(e, path) from None
+
+    def delete(self, path: str, *, version: int = -1, recursive: bool = False) -> None:
+        try:
+            self._client.delete(path, version=version, recursive=recursive)
+        except KazooException as e:
+            raise _translate(e, path) from None
+
+    def delete_tree(self, path: str, *, window: int = 2000) -> int:
+        """Delete `path` and everything below it with pipelined calls (kazoo's recursive delete
+        pays a round trip per node). Not atomic. Returns the number of nodes deleted."""
+        levels: list[list[str]] = [[path]]
+        while levels[-1]:
+            below = self.children_many(levels[-1])
+            levels.append([f"{p.rstrip('/')}/{c}" for p in levels[-1] for c in (below[p] or ())])
+        count = 0
+        for level in reversed(levels):
+            for i in range(0, len(level), window):
+                batch = [(p, self._client.delete_async(p)) for p in level[i:i + window]]
+                for p, res in batch:
+                    try:
+                        res.get()
+                        count += 1
+                    except NoNodeError:
+                        pass
+                    except KazooException as e:
+                        raise _translate(e, p) from None
+        return count
+
+    def multi(self, ops: Iterable[Op]) -> list[str | None]:
+        """Apply ops atomically (ZooKeeper multi). Raises the translated error of the op that failed."""
+        ops = list(ops)
+        tx = self._client.transaction()
+        for op in ops:
+            if op.kind == "create":
+                tx.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence)
+            elif op.kind == "set":
+                tx.set_data(op.path, op.data, version=op.version)
+            elif op.kind == "delete":
+                tx.delete(op.path, version=op.version)
+            elif op.kind == "check":
+                tx.check(op.path, op.version)
+            else:
+                raise ValueError(f"unknown op kind {op.kind!r}")
+        try:
+            results = tx.commit()
+        except KazooException as e:
+            raise _translate(e, None) from None
+        for op, res in zip(ops, results):
+            if isinstance(res, Exception) and not isinstance(res, RolledBackError):
+                raise _translate(res, op.path)
+        return [r if isinstance(r, str) else None for r in results]
+
+
+def open_session(connect: str, *, digest: str | None = None, tls: TlsOptions | None = None,
+                 connect_timeout: float = 10.0) -> ZkSession:
+    return ZkSession.open(ZkSettings(connect=connect, digest=digest, tls=tls, connect_timeout=connect_timeout))

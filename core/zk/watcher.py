@@ -1,0 +1,194 @@
+"""Keep a cluster snapshot live: one-shot ZooKeeper watches, re-reading only what changed.
+
+Every znode the reader loads carries a watch. When one fires, a single worker thread re-reads
+that znode (setting the next watch) and updates the shared ClusterTree: a leader change costs one
+read, a new topic costs its own nodes. If the ZooKeeper session expires, watches are gone, so the
+whole tree is reloaded once the client reconnects.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import Callable
+
+from core import zkformat as zf
+from core.errors import KeelError
+from core.model import ClusterSnapshot, utc_now_iso
+from core.zk.reader import Progress, _ids, load_tree
+from core.zk.session import ZkSession
+from core.zk.tree import ClusterTree
+
+log = logging.getLogger(__name__)
+
+_RELOAD = ("<reload>", "none")
+_STOP = ("<stop>", "none")
+
+
+class LiveCluster:
+    """A ClusterTree kept current by watches. Thread-safe reads via `snapshot()`."""
+
+    def __init__(self, session: ZkSession, cluster: str = ""):
+        self.session = session
+        self.cluster = cluster
+        self.tree = ClusterTree()
+        self.status = "connecting"  # connected | suspended | lost | connecting | stopped
+        self.error: str | None = None
+        self.last_good_at: str | None = None
+        self._events: queue.Queue[tuple[str, str]] = queue.Queue()
+        self._changed = threading.Condition()
+        self._lost = False
+        self._thread: threading.Thread | None = None
+        session.on_state_change(self._on_state)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self, progress: Progress | None = None) -> "LiveCluster":
+        """Initial load (raises on failure), then watch in a background thread."""
+        load_tree(self.session, self.tree, watch=self._on_event, progress=progress)
+        self.status = "connected" if self.session.connected else "suspended"
+        self.last_good_at = utc_now_iso()
+        self._thread = threading.Thread(target=self._run, name=f"keel-watch-{self.cluster}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.status = "stopped"
+        self._events.put(_STOP)
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.tree.build(cluster=self.cluster, source=str(self.session.target))
+
+    @property
+    def generation(self) -> int:
+        return self.tree.generation
+
+    def wait_for(self, predicate: Callable[[ClusterSnapshot], bool], timeout: float = 10.0) -> ClusterSnapshot:
+        """Block until predicate(snapshot) holds; raises TimeoutError with the last snapshot otherwise."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                snap = self.snapshot()
+                if predicate(snap):
+                    return snap
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"condition not reached within {timeout} s")
+                self._changed.wait(min(left, 0.5))
+
+    # --- events ----------------------------------------------------------------------------
+
+    def _on_state(self, state: str) -> None:
+        if state == "connected":
+            if self._lost:
+                self._lost = False
+                self._events.put(_RELOAD)
+            else:
+                self.status, self.error = "connected", None
+        elif state == "suspended":
+            self.status, self.error = "suspended", "connection to ZooKeeper lost; retrying"
+        elif state == "lost":
+            self._lost = True
+            self.status, self.error = "lost", "ZooKeeper session expired; reloading when it reconnects"
+        self._notify()
+
+    def _on_event(self, path: str, kind: str) -> None:
+        self._events.put((path, kind))
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            path, kind = self._events.get()
+            if (path, kind) == _STOP:
+                return
+            try:
+                if (path, kind) == _RELOAD:
+                    self._reload()
+                elif kind != "none":
+                    self._handle(path)
+                if self.session.connected and not self._lost:
+                    self.status, self.error = "connected", None
+                    self.last_good_at = utc_now_iso()
+            except KeelError as e:
+                self.error = str(e)
+                log.warning("watch update for %s failed: %s", path, e)
+            except Exception as e:  # keep watching whatever one event did
+                self.error = f"{type(e).__name__}: {e}"
+                log.exception("watch update for %s failed", path)
+            self._notify()
+
+    def _reload(self) -> None:
+        fresh = ClusterTree()
+        load_tree(self.session, fresh, watch=self._on_event)
+        self.tree = fresh
+
+    # --- re-reading one path ---------------------------------------------------------------
+
+    def _handle(self, path: str) -> None:
+        s, t, w = self.session, self.tree, self._on_event
+        parts = path.strip("/").split("/")
+        if path == zf.BROKER_IDS:
+            ids = set(_ids(s.children(path, watch=w)))
+            t.set_broker_ids(ids)
+            for node in s.get_many([zf.broker_path(b) for b in sorted(ids - set(t.brokers))], watch=w):
+                t.set_broker(int(node.path.rsplit("/", 1)[1]), node.data)
+        elif parts[:2] == ["brokers", "ids"] and len(parts) == 3:
+            t.set_broker(int(parts[2]), s.get(path, watch=w).data)
+        elif path == zf.TOPICS:
+            names = set(s.children(path, watch=w) or ())
+            for gone in set(t.assignments) - names:
+                t.set_topic(gone, None)
+            self._load_topics(sorted(names - set(t.assignments)))
+        elif parts[:2] == ["brokers", "topics"] and len(parts) == 3:
+            topic = parts[2]
+            known = set(t.states.get(topic, {}))
+            pids = t.set_topic(topic, s.get(path, watch=w).data)
+            new = [p for p in pids if p not in known]
+            for p, node in zip(new, s.get_many([zf.state_path(topic, p) for p in new], watch=w)):
+                t.set_state(topic, p, node.data)
+        elif parts[:2] == ["brokers", "topics"] and len(parts) == 6 and parts[5] == "state":
+            if parts[2] in t.assignments:
+                t.set_state(parts[2], int(parts[4]), s.get(path, watch=w).data)
+        elif path == zf.CONTROLLER:
+            t.set_controller(s.get(path, watch=w).data)
+        elif path == zf.CONTROLLER_EPOCH:
+            t.set_controller_epoch(s.get(path, watch=w).data)
+        elif path == zf.CLUSTER_ID:
+            t.set_cluster_id(s.get(path, watch=w).data)
+        elif path == zf.REASSIGN:
+            t.set_reassignment(s.get(path, watch=w).data)
+        elif path == zf.PREFERRED_ELECTION:
+            t.set_election(s.get(path, watch=w).data)
+        elif path == zf.DELETE_TOPICS:
+            t.set_deletion(s.children(path, watch=w))
+        elif path == zf.CONFIG_TOPICS:
+            names = s.children(path, watch=w) or ()
+            fresh = [n for n in names if n in t.assignments and n not in t.topic_configs]
+            for n, node in zip(fresh, s.get_many([zf.topic_config_path(n) for n in fresh], watch=w)):
+                t.set_topic_config(n, node.data)
+        elif parts[:2] == ["config", "topics"] and len(parts) == 3:
+            if parts[2] in t.assignments:
+                t.set_topic_config(parts[2], s.get(path, watch=w).data)
+        elif path == zf.CONFIG_BROKERS:
+            names = s.children(path, watch=w) or ()
+            fresh = [n for n in names if n not in t.broker_configs]
+            for n, node in zip(fresh, s.get_many([zf.broker_config_path(n) for n in fresh], watch=w)):
+                t.set_broker_config(n, node.data)
+        elif parts[:2] == ["config", "brokers"] and len(parts) == 3:
+            t.set_broker_config(parts[2], s.get(path, watch=w).data)
+
+    def _load_topics(self, topics: list[str]) -> None:
+        s, t, w = self.session, self.tree, self._on_event
+        for topic, node in zip(topics, s.get_many([zf.topic_path(x) for x in topics], watch=w)):
+            pids = t.set_topic(topic, node.data)
+            for p, st in zip(pids, s.get_many([zf.state_path(topic, p) for p in pids], watch=w)):
+                t.set_state(topic, p, st.data)
+            cfg = s.get(zf.topic_config_path(topic), watch=w)
+            t.set_topic_config(topic, cfg.data)
