@@ -13,8 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from core.errors import KeelError
+from core.errors import KeelError, UnknownTopicError
 from core.model import ClusterSnapshot
+from core.sandbox import commands as sandbox_commands
 
 
 # --- shared ZooKeeper options -----------------------------------------------------------------
@@ -90,13 +91,15 @@ def format_describe(snapshot: ClusterSnapshot, with_topic_lines: bool) -> str:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    from core.health import filter_partitions
+    from core.health import filter_partitions, matching_topics
     from core.zk.reader import read_snapshot
 
     with zk_session(args) as session:
         snap = read_snapshot(session, progress=stderr_progress(args.progress))
     flags = dict(under_replicated=args.under_replicated_partitions, unavailable=args.unavailable_partitions,
                  under_min_isr=args.under_min_isr_partitions, at_min_isr=args.at_min_isr_partitions)
+    if args.topic and not matching_topics(snap, args.topic):
+        raise UnknownTopicError(f"Topic '{args.topic}' does not exist as expected")
     shown = filter_partitions(snap, topic_regex=args.topic, **flags)
     if args.json:
         print(shown.to_json(indent=2))
@@ -155,15 +158,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action="store_true", help="report loading progress on stderr")
     p.set_defaults(func=cmd_snapshot)
 
-    for module in ("core.sandbox.commands", "core.topic_commands"):
-        try:
-            mod = __import__(module, fromlist=["register"])
-        except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
-            continue
-        mod.register(sub)
+    p = sub.add_parser("assign", help="Kafka's exact replica assignment for a new topic (or new partitions)")
+    p.add_argument("--brokers", required=True, metavar="ID[:RACK],...", help="brokers, e.g. 0:r1,1:r2,2:r1")
+    p.add_argument("--partitions", type=int, required=True, metavar="N")
+    p.add_argument("--replication-factor", type=int, required=True, metavar="R")
+    p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I",
+                   help="first broker index (default: random, as Kafka)")
+    p.add_argument("--start-partition-id", type=int, default=-1, metavar="P")
+    p.add_argument("--disable-rack-aware", action="store_true", help="ignore racks (kafka-topics' flag)")
+    p.add_argument("--seed", type=int, help="seed for the random start index and shift")
+    p.set_defaults(func=cmd_assign)
+
+    sandbox_commands.register(sub)
     return parser
+
+
+def cmd_assign(args: argparse.Namespace) -> int:
+    import random
+
+    from core.assignment import (RackAwareMode, assign_replicas, brokers_for_mode, format_assignment_json,
+                                 parse_broker_list)
+
+    mode = RackAwareMode.DISABLED if args.disable_rack_aware else RackAwareMode.ENFORCED
+    brokers = brokers_for_mode(parse_broker_list(args.brokers), mode)
+    assignment = assign_replicas(brokers, args.partitions, args.replication_factor, args.fixed_start_index,
+                                 args.start_partition_id, random.Random(args.seed))
+    print(format_assignment_json(assignment))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

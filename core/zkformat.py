@@ -276,18 +276,19 @@ def decode_topic(topic: str, data: bytes | None, path: str | None = None) -> Top
 def encode_topic(
     partitions: Mapping[int, Sequence[int]],
     *,
-    version: int = 2,
+    version: int = 3,
     adding_replicas: Mapping[int, Sequence[int]] | None = None,
     removing_replicas: Mapping[int, Sequence[int]] | None = None,
     topic_id: str | None = None,
 ) -> bytes:
-    """TopicZNode.encode. v1: partitions only; v2: both in-flight maps always; v3: optional topic_id."""
+    """TopicZNode.encode. v1 (< 2.4): partitions only; v2 (2.4-2.7): both in-flight maps, always;
+    v3 (2.8+, what Kafka 3.x writes): v2 plus the optional topic_id."""
     doc: dict[str, Any] = {"version": version,
                            "partitions": {str(p): list(r) for p, r in sorted(partitions.items())}}
     if version >= 2:
         doc["adding_replicas"] = {str(p): list(r) for p, r in sorted((adding_replicas or {}).items()) if r}
         doc["removing_replicas"] = {str(p): list(r) for p, r in sorted((removing_replicas or {}).items()) if r}
-    if topic_id is not None and version >= 2:
+    if topic_id is not None and version >= 3:
         doc["topic_id"] = topic_id
     return _dumps(doc)
 

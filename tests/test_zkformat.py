@@ -122,9 +122,10 @@ def test_topic_encode_keeps_topic_id_and_maps():
     data = zf.encode_topic({1: [2, 3], 0: [1, 2, 3]}, adding_replicas={0: [3]}, removing_replicas={0: []},
                            topic_id="abc")
     doc = json.loads(data)
-    assert doc == {"version": 2, "partitions": {"0": [1, 2, 3], "1": [2, 3]}, "adding_replicas": {"0": [3]},
+    assert doc == {"version": 3, "partitions": {"0": [1, 2, 3], "1": [2, 3]}, "adding_replicas": {"0": [3]},
                    "removing_replicas": {}, "topic_id": "abc"}
     assert json.loads(zf.encode_topic({0: [1]}, version=1)) == {"version": 1, "partitions": {"0": [1]}}
+    assert "topic_id" not in json.loads(zf.encode_topic({0: [1]}, version=2, topic_id="abc"))
 
 
 # --- partition state -------------------------------------------------------------------------
