@@ -1,0 +1,61 @@
+# Keel — the two commands:   make run   (sandbox cluster + dashboard)   and   make test
+# GNU make. Everything heavier than a one-liner lives in scripts/.
+
+SHELL        := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_BOOT  ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV         := .venv
+PY           := $(VENV)/bin/python
+ZK_PORT      ?= 2181
+PORT         ?= 8501
+RUN_DIR      := .run
+ZK_DIR       := $(RUN_DIR)/zk
+# zkserver is standard library only: use the venv when it exists, the system python otherwise.
+ZKPY          = $(if $(wildcard $(PY)),$(PY),$(PYTHON_BOOT))
+
+export ZK_PORT PORT
+
+.PHONY: help venv deps zk-start zk-stop zk-status run test bench stop clean
+
+help: ## list the targets
+	@echo "Keel — make targets:"
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
+	@echo "Variables: ZK_PORT=$(ZK_PORT) PORT=$(PORT) KEEL_CONFIG=$${KEEL_CONFIG:-keel.toml}"
+
+venv: $(VENV)/.installed ## create .venv and install requirements.txt (only when it changed)
+
+$(VENV)/.installed: requirements.txt
+	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	@touch $@
+
+deps: ## install missing system packages (zookeeper, a JRE, chromium + chromedriver)
+	@scripts/deps.sh
+
+zk-start: ## start the local ZooKeeper on 127.0.0.1:ZK_PORT (data in .run/zk)
+	@$(ZKPY) -m core.sandbox.zkserver start --port $(ZK_PORT) --dir $(ZK_DIR)
+
+zk-stop: ## stop the local ZooKeeper
+	@$(ZKPY) -m core.sandbox.zkserver stop --dir $(ZK_DIR)
+
+zk-status: ## is the local ZooKeeper running?
+	@$(ZKPY) -m core.sandbox.zkserver status --dir $(ZK_DIR)
+
+run: venv deps ## sandbox cluster + controller emulator + dashboard on http://127.0.0.1:PORT (Ctrl-C stops all)
+	@scripts/run.sh
+
+test: venv deps ## the whole test suite (starts its own ZooKeeper on a free port)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: venv deps ## run every bench/*.py
+	@set -e; for f in bench/*.py; do \
+		[ -e "$$f" ] || { echo "no benchmarks in bench/"; break; }; \
+		echo "== $$f"; PYTHONPATH="$(CURDIR)" $(PY) "$$f"; \
+	done
+
+stop: ## stop the controller and ZooKeeper started by make run
+	@scripts/run.sh --stop
+
+clean: stop ## stop, then remove .run/
+	rm -rf $(RUN_DIR)

@@ -1,0 +1,86 @@
+"""Shared fixtures: one real ZooKeeper per test session, a fresh chroot per test.
+
+- ``zk_server``     (session)  "127.0.0.1:PORT"; ``KEEL_TEST_ZK`` overrides it with an existing server.
+- ``zk_connect``    (function) ``f"{zk_server}/t-<test name>-<uuid8>"``; the chroot node exists, removed afterwards.
+- ``kazoo_client``  (function) a started KazooClient bound to ``zk_connect``; stopped and closed afterwards.
+
+Other fixtures belong in helper modules next to the tests that need them, not here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import uuid
+
+import pytest
+from kazoo.client import KazooClient
+
+from core.sandbox import zkserver
+
+
+@pytest.fixture(scope="session")
+def zk_server(tmp_path_factory: pytest.TempPathFactory):
+    """Connect string of the session's ZooKeeper, e.g. "127.0.0.1:40123" (no chroot)."""
+    external = os.environ.get("KEEL_TEST_ZK", "").strip().rstrip("/")
+    if external:
+        yield external
+        return
+    base = tmp_path_factory.mktemp("zk")
+    last_error: Exception | None = None
+    for attempt in range(5):  # a free port can be taken by someone else before ZooKeeper binds it
+        data_dir = base / f"server{attempt}"
+        try:
+            server = zkserver.start(zkserver.free_port(), data_dir, timeout=60, detach=False)
+            break
+        except zkserver.ZkPortInUse as exc:
+            last_error = exc
+    else:
+        raise RuntimeError(f"could not start the test ZooKeeper: {last_error}")
+    atexit.register(zkserver.stop, data_dir)  # belt and braces if the session dies before teardown
+    try:
+        yield server.connect
+    finally:
+        server.stop()
+
+
+def _chroot_name(nodeid_name: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid_name).strip("_.")[:60] or "test"
+    return f"t-{name}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def zk_connect(zk_server: str, request: pytest.FixtureRequest):
+    """``f"{zk_server}/t-<sanitised test name>-<uuid8>"``: a fresh, existing chroot for this test."""
+    chroot = "/" + _chroot_name(request.node.name)
+    root = KazooClient(hosts=zk_server, timeout=10)
+    root.start(timeout=30)
+    try:
+        root.ensure_path(chroot)
+    finally:
+        root.stop()
+        root.close()
+    yield f"{zk_server}{chroot}"
+    # best effort: keep a shared (KEEL_TEST_ZK) server tidy; a failure here must not fail the test
+    root = KazooClient(hosts=zk_server, timeout=10)
+    try:
+        root.start(timeout=10)
+        root.delete(chroot, recursive=True)
+    except Exception:
+        pass
+    finally:
+        root.stop()
+        root.close()
+
+
+@pytest.fixture
+def kazoo_client(zk_connect: str):
+    """A started KazooClient whose root is this test's chroot."""
+    client = KazooClient(hosts=zk_connect, timeout=10)
+    client.start(timeout=30)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
