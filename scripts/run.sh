@@ -79,7 +79,7 @@ export KEEL_CONFIG
 echo "cluster config: $KEEL_CONFIG"
 
 # 3. Seed the simulated Kafka cluster.
-"$PY" -m core sandbox up --zk "$ZK" --demo
+"$PY" -m core sandbox up --zk "$ZK" --demo --keep-existing
 
 # 4. Controller emulator in the background.
 stop_controller

@@ -133,18 +133,8 @@ _EVENT_KIND = {
 }
 
 
-_WRAPPERS: dict[WatchFn, Callable] = {}
-
-
-def _kazoo_watch(fn: WatchFn | None):
-    # One wrapper per callback: kazoo keeps a set of watchers per path, so a fresh lambda on each
-    # read would register the same callback again and again.
-    if fn is None:
-        return None
-    wrapper = _WRAPPERS.get(fn)
-    if wrapper is None:
-        wrapper = _WRAPPERS[fn] = lambda event: fn(event.path, _EVENT_KIND.get(event.type, "none"))
-    return wrapper
+def _wrap(fn: WatchFn):
+    return lambda event: fn(event.path, _EVENT_KIND.get(event.type, "none"))
 
 
 def _translate(e: Exception, path: str | None) -> Exception:
@@ -184,6 +174,9 @@ class ZkSession:
         self._listeners: list[Callable[[str], None]] = []
         self._lock = threading.Lock()
         self._wire: WireReader | None = None
+        # One kazoo watcher per callback: kazoo keeps a set of watchers per path, so a fresh lambda on
+        # each read would register the same callback again and again.
+        self._watchers: dict[WatchFn, Callable] = {}
         self._wire_failed = False
         kwargs = {}
         if settings.tls:
@@ -267,12 +260,20 @@ class ZkSession:
 
     # --- reads -----------------------------------------------------------------------------
 
+    def _kazoo_watch(self, fn: WatchFn | None):
+        if fn is None:
+            return None
+        watcher = self._watchers.get(fn)
+        if watcher is None:
+            watcher = self._watchers[fn] = _wrap(fn)
+        return watcher
+
     def get(self, path: str, watch: WatchFn | None = None) -> Node:
         try:
-            data, stat = self._client.get(path, watch=_kazoo_watch(watch))
+            data, stat = self._client.get(path, watch=self._kazoo_watch(watch))
         except NoNodeError:
             if watch is not None:  # keep watching for the node to appear
-                self._client.exists(path, watch=_kazoo_watch(watch))
+                self._client.exists(path, watch=self._kazoo_watch(watch))
             return Node(path, None)
         except KazooException as e:
             raise _translate(e, path) from None
@@ -281,17 +282,17 @@ class ZkSession:
     def children(self, path: str, watch: WatchFn | None = None) -> list[str] | None:
         """Child names, or None when the node does not exist (then a watch waits for its creation)."""
         try:
-            return self._client.get_children(path, watch=_kazoo_watch(watch))
+            return self._client.get_children(path, watch=self._kazoo_watch(watch))
         except NoNodeError:
             if watch is not None:
-                self._client.exists(path, watch=_kazoo_watch(watch))
+                self._client.exists(path, watch=self._kazoo_watch(watch))
             return None
         except KazooException as e:
             raise _translate(e, path) from None
 
     def exists(self, path: str, watch: WatchFn | None = None) -> bool:
         try:
-            return self._client.exists(path, watch=_kazoo_watch(watch)) is not None
+            return self._client.exists(path, watch=self._kazoo_watch(watch)) is not None
         except KazooException as e:
             raise _translate(e, path) from None
 
@@ -310,7 +311,7 @@ class ZkSession:
         if watch is None and (wire := self._wire_reader()) is not None:
             yield from self._get_many_wire(wire, paths, progress)
             return
-        kw = _kazoo_watch(watch)
+        kw = self._kazoo_watch(watch)
         pending: list[tuple[str, object]] = []
         done = 0
         for path in paths:
@@ -329,7 +330,7 @@ class ZkSession:
         if watch is None and (wire := self._wire_reader()) is not None:
             with self._lock:
                 return dict(wire.children_many(list(paths)))
-        kw = _kazoo_watch(watch)
+        kw = self._kazoo_watch(watch)
         asyncs = [(p, self._client.get_children_async(p, watch=kw)) for p in paths]
         out: dict[str, list[str] | None] = {}
         for p, res in asyncs:

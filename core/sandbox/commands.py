@@ -1,0 +1,114 @@
+"""`python -m core sandbox ...`: seed a simulated cluster, run its controller, stop and start brokers.
+
+    sandbox up --zk CONNECT [--brokers N --racks R --topics T --seed S --demo --force]
+    sandbox controller --zk CONNECT            (runs until SIGINT/SIGTERM, one line per reaction)
+    sandbox broker stop|start ID --zk CONNECT [--timeout S]
+
+Handlers return an exit status and raise KeelError for anything a person must fix (core.cli prints it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+import time
+import warnings
+
+from core import zkformat as zf
+from core.errors import KeelError
+from core.sandbox.seed import SandboxSpec, seed_cluster
+
+
+def register(subparsers) -> None:
+    from core.cli import add_zk_options  # core.cli imports this module: import it back lazily
+
+    p = subparsers.add_parser("sandbox", help="a simulated ZooKeeper-mode Kafka cluster in a real ZooKeeper",
+                              description="Seed a simulated ZooKeeper-mode Kafka cluster, emulate its controller, "
+                                          "and stop or start its brokers.")
+    sub = p.add_subparsers(dest="sandbox_command", required=True, metavar="SUBCOMMAND")
+
+    defaults = SandboxSpec()
+    up = sub.add_parser("up", help="write a Kafka tree (brokers, topics, states) under the chroot")
+    add_zk_options(up)
+    up.add_argument("--brokers", type=int, default=defaults.brokers, metavar="N",
+                    help=f"broker count, ids from 1 (default {defaults.brokers})")
+    up.add_argument("--racks", type=int, default=defaults.racks, metavar="R",
+                    help=f"racks rack-a, rack-b, ... assigned round robin; 0 for none (default {defaults.racks})")
+    up.add_argument("--topics", type=int, default=defaults.topics, metavar="T",
+                    help=f"user topics besides __consumer_offsets (default {defaults.topics})")
+    up.add_argument("--seed", type=int, default=defaults.seed, metavar="S",
+                    help=f"random seed: the same seed writes the same cluster (default {defaults.seed})")
+    up.add_argument("--demo", action="store_true",
+                    help="a cluster with something to show: a dead broker, an empty one, leaders off preferred, "
+                         "under-replicated and under-min-ISR partitions")
+    up.add_argument("--force", action="store_true", help="wipe the chroot first if it already holds a Kafka tree")
+    up.add_argument("--keep-existing", action="store_true",
+                    help="leave a chroot that already holds a Kafka tree as it is (exit 0); make run uses this")
+    up.set_defaults(func=cmd_up)
+
+    ctl = sub.add_parser("controller", help="run the controller emulator until interrupted")
+    add_zk_options(ctl)
+    ctl.set_defaults(func=cmd_controller)
+
+    b = sub.add_parser("broker", help="stop or start one broker (needs a running controller emulator)")
+    b.add_argument("action", choices=("stop", "start"))
+    b.add_argument("broker_id", type=int, metavar="ID")
+    add_zk_options(b)
+    b.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                   help="wait at most S seconds for the emulator to act (default 10)")
+    b.set_defaults(func=cmd_broker)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    spec = SandboxSpec(brokers=args.brokers, racks=args.racks, topics=args.topics, seed=args.seed, demo=args.demo)
+    spec.validate()  # before connecting: a typo should not wait for ZooKeeper
+    with warnings.catch_warnings():
+        # kazoo warns when the chroot does not exist yet; creating it is part of `up`
+        warnings.filterwarnings("ignore", message="No chroot path exists")
+        with zk_session(args) as session:
+            if args.keep_existing and not args.force and session.exists(zf.TOPICS):
+                print(f"{args.zk} already holds a Kafka tree: keeping it (make clean starts afresh)")
+                return 0
+            started = time.monotonic()
+            result = seed_cluster(session, spec, force=args.force)
+    print(f"{result.summary()} in {time.monotonic() - started:.2f} s")
+    return 0
+
+
+def cmd_controller(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.sandbox.controller import ControllerEmulator
+
+    def say(line: str) -> None:
+        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}", flush=True)
+
+    done = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with zk_session(args) as session, ControllerEmulator(session, on_reaction=say) as emulator:
+            while not done.wait(0.5):
+                if not emulator.running:
+                    break
+        if emulator.failed:
+            raise KeelError(f"controller emulator stopped: {emulator.failed}")
+        say("controller emulator stopped")
+        return 0
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.sandbox.brokers import start_broker, stop_broker
+
+    action = stop_broker if args.action == "stop" else start_broker
+    with zk_session(args) as session:
+        change = action(session, args.broker_id, timeout=args.timeout)
+    print(change.message())
+    return 0
+
+
+__all__ = ["register", "cmd_up", "cmd_controller", "cmd_broker"]
