@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 from core.errors import KeelError, UnknownTopicError
 from core.model import ClusterSnapshot
+from core import cli_topics
 from core.sandbox import commands as sandbox_commands
 
 
@@ -169,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed for the random start index and shift")
     p.set_defaults(func=cmd_assign)
 
+    cli_topics.register(sub)
     sandbox_commands.register(sub)
     return parser
 

@@ -33,3 +33,15 @@ def write_cluster(s: ZkSession, brokers: dict[int, str | None], controller: int 
     s.create(zf.CONTROLLER_EPOCH, zf.encode_controller_epoch(3))
     if controller is not None:
         s.create(zf.CONTROLLER, zf.encode_controller(controller, 1))
+
+
+def dump_tree(s: ZkSession, root: str = "/") -> dict[str, bytes]:
+    """Every znode under `root` with its data: to assert that a refused write changed nothing."""
+    out: dict[str, bytes] = {}
+    level = [root]
+    while level:
+        nodes = list(s.get_many(level))
+        out.update({n.path: n.data for n in nodes if n.data is not None})
+        below = s.children_many(level)
+        level = [f"{p.rstrip('/')}/{c}" for p in level for c in (below[p] or ()) if f"{p.rstrip('/')}/{c}" != "/zookeeper"]
+    return out

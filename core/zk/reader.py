@@ -25,8 +25,11 @@ def _ids(names: list[str] | None) -> list[int]:
 
 
 def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = None,
-              progress: Progress | None = None) -> ClusterTree:
-    """Fill `tree` from ZooKeeper. With `watch`, every znode read also gets a one-shot watch."""
+              progress: Progress | None = None, with_states: bool = True) -> ClusterTree:
+    """Fill `tree` from ZooKeeper. With `watch`, every znode read also gets a one-shot watch.
+
+    `with_states=False` skips the partition states (the bulk of a large cluster): enough for
+    validating writes, which depend on brokers, topics, configs and /admin nodes only."""
     report = progress or (lambda stage, done, total: None)
 
     broker_names = session.children(zf.BROKER_IDS, watch=watch)
@@ -69,6 +72,8 @@ def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = 
                 continue
             state_keys.extend((t, p) for p in tree.set_topic(t, node.data))
 
+    if not with_states:
+        state_keys = []
     report("states", 0, len(state_keys))
     state_paths = [zf.state_path(t, p) for t, p in state_keys]
     for (t, p), node in zip(state_keys, session.get_many(
@@ -87,7 +92,8 @@ def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = 
     return tree
 
 
-def read_snapshot(session: ZkSession, *, cluster: str = "", progress: Progress | None = None) -> ClusterSnapshot:
+def read_snapshot(session: ZkSession, *, cluster: str = "", progress: Progress | None = None,
+                  with_states: bool = True) -> ClusterSnapshot:
     """One consistent-enough pass over the tree (ZooKeeper offers no multi-node snapshot read)."""
-    tree = load_tree(session, ClusterTree(), progress=progress)
+    tree = load_tree(session, ClusterTree(), progress=progress, with_states=with_states)
     return tree.build(cluster=cluster, source=str(session.target))

@@ -1,0 +1,157 @@
+"""Topic commands of `python -m core`: create-topic, add-partitions, alter-config, delete-topic.
+
+Each previews with --dry-run (nothing is written) and otherwise applies through core.zk.topic_admin,
+which re-validates against live state and records the action in the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+
+from core.errors import ValidationError
+
+
+def _config_pairs(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or ():
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValidationError(f"invalid --config {item!r}: expected key=value")
+        out[key.strip()] = value
+    return out
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    from core.cli import add_zk_options
+
+    add_zk_options(p)
+    p.add_argument("--dry-run", action="store_true", help="show what would be written; write nothing")
+    p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history (default: the connect string)")
+    p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
+
+
+def _store(args):
+    from core.store import Store
+
+    return Store(args.store)
+
+
+def _assignment_lines(assignment) -> str:
+    return "\n".join(f"  partition {p}: replicas {','.join(map(str, r))}" for p, r in sorted(assignment.items()))
+
+
+def cmd_create_topic(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.topics import draft_create_topic, kafka_topics_command
+    from core.zk.topic_admin import create_topic, live_state
+
+    with zk_session(args) as session:
+        snap, _ = live_state(session)
+        draft = draft_create_topic(
+            snap, args.topic, partitions=args.partitions, replication_factor=args.replication_factor,
+            config=_config_pairs(args.config), replica_assignment=args.replica_assignment,
+            rack_mode="disabled" if args.disable_rack_aware else "enforced", rng=random.Random(args.seed),
+            fixed_start_index=args.fixed_start_index)
+        for warning in draft.warnings:
+            print(warning, file=sys.stderr)
+        if args.dry_run:
+            print(f"would create topic {draft.name} ({draft.partitions} partitions, replication factor "
+                  f"{draft.replication_factor}):")
+            print(_assignment_lines(draft.assignment))
+            print("equivalent: " + kafka_topics_command(draft, "BOOTSTRAP"))
+            return 0
+        done = create_topic(session, _store(args), draft, cluster=args.cluster or args.zk)
+    print(done.summary)
+    return 0
+
+
+def cmd_add_partitions(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.topics import draft_add_partitions
+    from core.zk.topic_admin import add_partitions, live_state
+
+    with zk_session(args) as session:
+        snap, _ = live_state(session)
+        draft = draft_add_partitions(snap, args.topic, args.partitions, replica_assignment=args.replica_assignment)
+        for warning in draft.warnings:
+            print(warning, file=sys.stderr)
+        if args.dry_run:
+            print(f"would grow {draft.name} from {draft.old_total} to {draft.new_total} partitions:")
+            print(_assignment_lines(draft.new_assignment))
+            return 0
+        done = add_partitions(session, _store(args), draft, cluster=args.cluster or args.zk)
+    print(done.summary)
+    return 0
+
+
+def cmd_alter_config(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.topics import draft_alter_config
+    from core.zk.topic_admin import alter_config, live_state
+
+    sets = _config_pairs(args.add_config)
+    deletes = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
+    with zk_session(args) as session:
+        snap, _ = live_state(session)
+        draft = draft_alter_config(snap, args.topic, set=sets, delete=deletes)
+        if args.dry_run:
+            print(json.dumps({"topic": draft.name, "old": draft.old, "new": draft.new,
+                              "changes": [r._asdict() for r in draft.diff]}, indent=2))
+            return 0
+        done = alter_config(session, _store(args), args.topic, sets, deletes, cluster=args.cluster or args.zk)
+    print(done.summary)
+    return 0
+
+
+def cmd_delete_topic(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.topics import draft_delete_topic
+    from core.zk.topic_admin import delete_topic, live_state
+
+    with zk_session(args) as session:
+        snap, _ = live_state(session)
+        draft = draft_delete_topic(snap, args.topic)
+        if args.dry_run:
+            print(f"would mark {draft.name} for deletion ({draft.partitions} partitions, {draft.replicas} replicas)")
+            return 0
+        done = delete_topic(session, _store(args), args.topic, cluster=args.cluster or args.zk)
+    print(done.summary)
+    for warning in draft.warnings:
+        print(warning, file=sys.stderr)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("create-topic", help="create a topic with Kafka's exact replica assignment")
+    _common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partitions", type=int, metavar="N")
+    p.add_argument("--replication-factor", type=int, metavar="R")
+    p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement, as kafka-topics takes it")
+    p.add_argument("--config", action="append", metavar="KEY=VALUE", help="topic config override (repeatable)")
+    p.add_argument("--disable-rack-aware", action="store_true")
+    p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I")
+    p.add_argument("--seed", type=int, help="seed of the random start index (default: random)")
+    p.set_defaults(func=cmd_create_topic)
+
+    p = sub.add_parser("add-partitions", help="grow a topic to N partitions (Kafka's placement)")
+    _common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partitions", type=int, required=True, metavar="N", help="the new total")
+    p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement of the new partitions")
+    p.set_defaults(func=cmd_add_partitions)
+
+    p = sub.add_parser("alter-config", help="set or delete topic config overrides (kafka-configs --alter)")
+    _common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--add-config", action="append", metavar="KEY=VALUE")
+    p.add_argument("--delete-config", metavar="KEY[,KEY]")
+    p.set_defaults(func=cmd_alter_config)
+
+    p = sub.add_parser("delete-topic", help="mark a topic for deletion (/admin/delete_topics)")
+    _common(p)
+    p.add_argument("--topic", required=True)
+    p.set_defaults(func=cmd_delete_topic)

@@ -1,0 +1,183 @@
+"""Apply topic drafts to ZooKeeper: create, add partitions, alter config, delete.
+
+Every apply re-reads live state, re-computes the draft against it (so a preview made minutes ago
+cannot write something the cluster no longer allows), records the action in the store *before*
+writing, writes as Kafka's admin tools write (one multi-op where Kafka's semantics allow), and
+finishes the record with the result. Bad input raises a typed error and writes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from core import zkformat as zf
+from core.errors import (
+    BusyError,
+    InvalidPartitionsError,
+    KeelError,
+    TopicExistsError,
+    ValidationError,
+    ZkBadVersionError,
+    ZkNodeExistsError,
+)
+from core.model import ClusterSnapshot
+from core.store import Store
+from core.topics import (
+    AddPartitionsDraft,
+    AlterConfigDraft,
+    CreateTopicDraft,
+    DeleteTopicDraft,
+    draft_add_partitions,
+    draft_alter_config,
+    draft_create_topic,
+    draft_delete_topic,
+)
+from core.zk.reader import load_tree
+from core.zk.session import Op, ZkSession
+from core.zk.tree import ClusterTree
+
+
+@dataclass(frozen=True)
+class Applied:
+    action_id: int
+    summary: str
+    written: tuple[str, ...]  # the znode paths written, in order
+
+
+def live_state(session: ZkSession) -> tuple[ClusterSnapshot, ClusterTree]:
+    """Brokers, topics, configs and /admin nodes as they are now (partition states are not needed)."""
+    tree = load_tree(session, ClusterTree(), with_states=False)
+    return tree.build(source=str(session.target)), tree
+
+
+def new_topic_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): URL-safe base64 of 16 random bytes, no padding, never '-' first."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def topic_node_version(tree: ClusterTree) -> tuple[int, bool]:
+    """The topic-node version the cluster's topics use (the most common), and whether they carry topic ids.
+
+    A new topic written in the same version keeps an older cluster's brokers able to read it; a
+    cluster without topics gets what Kafka 3.x writes (v3 with a topic id).
+    """
+    if not tree.assignments:
+        return 3, True
+    versions = Counter(a.version for a in tree.assignments.values())
+    version = versions.most_common(1)[0][0]
+    with_ids = any(a.topic_id for a in tree.assignments.values())
+    return version, with_ids and version >= 3
+
+
+def _record(store: Store, cluster: str, kind: str, target: str, summary: str, ops: list[Op],
+            rollback: object, actor: str | None) -> int:
+    payload = [{"op": op.kind, "path": op.path, "data": op.data.decode(errors="replace")} for op in ops]
+    return store.begin(cluster=cluster, kind=kind, target=target, summary=summary, payload=payload,
+                       rollback=rollback, actor=actor)
+
+
+def _run(session: ZkSession, store: Store, action_id: int, ops: list[Op], summary: str,
+         translate: Mapping[type, KeelError] | None = None) -> Applied:
+    try:
+        results = session.multi(ops)
+    except KeelError as e:
+        mapped = next((err for kind, err in (translate or {}).items() if isinstance(e, kind)), e)
+        store.finish(action_id, ok=False, result=str(mapped))
+        if mapped is e:
+            raise
+        raise mapped from None
+    written = tuple(r or op.path for op, r in zip(ops, results))
+    store.finish(action_id, ok=True, result=summary)
+    return Applied(action_id, summary, written)
+
+
+# --- create ----------------------------------------------------------------------------------
+
+
+def create_topic(session: ZkSession, store: Store, draft: CreateTopicDraft, *, cluster: str,
+                 actor: str | None = None) -> Applied:
+    """Write the draft's exact placement (re-validated as an explicit assignment against live state)."""
+    snap, tree = live_state(session)
+    checked = draft_create_topic(snap, draft.name, config=draft.config, replica_assignment=draft.assignment)
+    version, with_id = topic_node_version(tree)
+    topic_id = new_topic_id() if with_id else None
+    config_path = zf.topic_config_path(checked.name)
+    config_op = Op("create", config_path, zf.encode_config(checked.config))
+    stale = session.get(config_path)  # a config left behind by an old topic of the same name: overwrite it
+    if stale.exists:
+        config_op = Op("set", config_path, zf.encode_config(checked.config), version=stale.version)
+    ops = [config_op,
+           Op("create", zf.topic_path(checked.name), zf.encode_topic(checked.assignment, version=version,
+                                                                        topic_id=topic_id))]
+    summary = (f"created topic {checked.name}: {checked.partitions} partitions, replication factor "
+               f"{checked.replication_factor}" + (f", {len(checked.config)} config overrides" if checked.config else ""))
+    action = _record(store, cluster, "create-topic", checked.name, summary, ops,
+                     {"action": "delete-topic", "topic": checked.name}, actor)
+    # Another client creating the same topic between our read and our write loses nothing: the
+    # multi fails as a whole.
+    return _run(session, store, action, ops, summary,
+                {ZkNodeExistsError: TopicExistsError(f"Topic '{checked.name}' already exists.")})
+
+
+# --- add partitions ----------------------------------------------------------------------------
+
+
+def add_partitions(session: ZkSession, store: Store, draft: AddPartitionsDraft, *, cluster: str,
+                   actor: str | None = None) -> Applied:
+    snap, tree = live_state(session)
+    node = session.get(zf.topic_path(draft.name))
+    checked = draft_add_partitions(snap, draft.name, draft.new_total, replica_assignment=draft.new_assignment)
+    current = tree.assignments[draft.name]
+    ops = [Op("set", zf.topic_path(draft.name), zf.encode_topic(
+        checked.full_assignment, version=max(current.version, 1), adding_replicas=current.adding_replicas,
+        removing_replicas=current.removing_replicas, topic_id=current.topic_id), version=node.version)]
+    summary = f"added {len(checked.new_assignment)} partitions to {draft.name} ({checked.old_total} -> {checked.new_total})"
+    action = _record(store, cluster, "add-partitions", draft.name, summary, ops,
+                     {"action": "none", "reason": "Kafka cannot remove partitions from a topic"}, actor)
+    return _run(session, store, action, ops, summary, {ZkBadVersionError: InvalidPartitionsError(
+        f"Topic {draft.name} changed while its partitions were being added; nothing was written. Try again.")})
+
+
+# --- alter config --------------------------------------------------------------------------------
+
+
+def alter_config(session: ZkSession, store: Store, name: str, set: Mapping[str, str] | None = None,
+                 delete: Iterable[str] = (), *, cluster: str, actor: str | None = None) -> Applied:
+    """kafka-configs --alter: the entity node, then the change notification the brokers listen to."""
+    snap, _ = live_state(session)
+    draft: AlterConfigDraft = draft_alter_config(snap, name, set=set, delete=delete)
+    if not draft.changed:
+        raise ValidationError(f"nothing to change: topic {name} already has that configuration")
+    path = zf.topic_config_path(name)
+    node = session.get(path)
+    entity = (Op("set", path, zf.encode_config(draft.new), version=node.version) if node.exists
+              else Op("create", path, zf.encode_config(draft.new)))
+    ops = [entity, Op("create", zf.CONFIG_CHANGE_PREFIX, zf.encode_config_change(f"topics/{name}"), sequence=True)]
+    changes = ", ".join(f"{r.key}={r.new}" if r.new is not None else f"-{r.key}" for r in draft.diff)
+    summary = f"altered config of {name}: {changes}"
+    action = _record(store, cluster, "alter-config", name, summary, ops,
+                     {"action": "alter-config", "topic": name, "config": draft.old}, actor)
+    return _run(session, store, action, ops, summary, {ZkBadVersionError: ValidationError(
+        f"The config of topic {name} changed while it was being altered; nothing was written. Try again.")})
+
+
+# --- delete ----------------------------------------------------------------------------------
+
+
+def delete_topic(session: ZkSession, store: Store, name: str, *, cluster: str,
+                 actor: str | None = None) -> Applied:
+    snap, _ = live_state(session)
+    draft: DeleteTopicDraft = draft_delete_topic(snap, name)
+    ops = [Op("create", zf.delete_topic_path(name), b"")]
+    summary = f"marked topic {name} for deletion ({draft.partitions} partitions, {draft.replicas} replicas)"
+    action = _record(store, cluster, "delete-topic", name, summary, ops,
+                     {"action": "none", "reason": "a deleted topic's data cannot be restored"}, actor)
+    return _run(session, store, action, ops, summary,
+                {ZkNodeExistsError: BusyError(f"Topic {name} is already marked for deletion.")})
