@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 from core.errors import KeelError, UnknownTopicError
 from core.model import ClusterSnapshot
-from core import cli_topics
+from core import cli_leaders, cli_topics
 from core.sandbox import commands as sandbox_commands
 
 
@@ -171,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_assign)
 
     cli_topics.register(sub)
+    cli_leaders.register(sub)
     sandbox_commands.register(sub)
     return parser
 

@@ -1,0 +1,76 @@
+"""`python -m core elect`: a preferred-leader election from the command line.
+
+Prints what it writes (or, with --dry-run, would write), then waits for the controller and prints the
+outcome per partition, unless --no-wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _scope(args: argparse.Namespace) -> dict:
+    from core.plans import parse_election
+
+    if args.all:
+        return {"all_partitions": True}
+    if args.topic is not None:
+        return {"topic": args.topic}
+    if args.broker is not None:
+        return {"broker": args.broker}
+    return {"partitions": list(parse_election(Path(args.path_to_json_file).read_bytes()))}
+
+
+def _print_selection(selection) -> None:
+    print(f"{selection.scope}: {len(selection.eligible)} to elect, {len(selection.ineligible)} not eligible, "
+          f"{selection.already_preferred} already led by their preferred replica")
+    for c in selection.ineligible:
+        print(f"  not eligible: {c.topic}-{c.partition} (leader {c.leader}, preferred {c.preferred}): {c.reason}")
+
+
+def cmd_elect(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.plans import format_election
+    from core.store import Store
+    from core.zk.election import plan_election, trigger, wait_for_outcome
+
+    scope = _scope(args)
+    with zk_session(args) as session:
+        if args.dry_run:
+            _, selection = plan_election(session, **scope)
+            _print_selection(selection)
+            print(format_election(selection.partitions) if selection.eligible else "nothing would be written")
+            return 0
+        done = trigger(session, Store(args.store), cluster=args.cluster or args.zk, **scope)
+        _print_selection(done.selection)
+        print(f"wrote /admin/preferred_replica_election: {format_election(done.selection.partitions)}")
+        if args.no_wait:
+            return 0
+        finished, results = wait_for_outcome(session, done.selection.partitions, timeout=args.timeout)
+    for r in results:
+        print(f"  {r.topic}-{r.partition}: {'elected' if r.elected else 'not elected'} (leader {r.leader}; {r.detail})")
+    if not finished:
+        print(f"the controller has not completed the election within {args.timeout:g} s "
+              "(is a controller running?)", file=sys.stderr)
+        return 1
+    return 0 if all(r.elected for r in results) else 3
+
+
+def register(sub) -> None:
+    from core.cli import add_zk_options
+
+    p = sub.add_parser("elect", help="preferred-leader election (all, a topic, a broker, or partitions from JSON)")
+    add_zk_options(p)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all", action="store_true", help="every partition")
+    which.add_argument("--topic", metavar="T", help="the partitions of one topic")
+    which.add_argument("--broker", type=int, metavar="B", help="the partitions whose preferred leader is broker B")
+    which.add_argument("--path-to-json-file", metavar="F", help='{"partitions":[{"topic":"t","partition":0}]}')
+    p.add_argument("--dry-run", action="store_true", help="show what would be written; write nothing")
+    p.add_argument("--no-wait", action="store_true", help="do not wait for the controller's outcome")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="how long to wait for the outcome")
+    p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
+    p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
+    p.set_defaults(func=cmd_elect)

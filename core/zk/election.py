@@ -1,0 +1,80 @@
+"""Trigger a preferred-leader election through ZooKeeper and watch its outcome.
+
+Writes `/admin/preferred_replica_election` as Kafka's PreferredReplicaLeaderElectionCommand does,
+after re-reading live state: only partitions the controller would actually move are written, and
+nothing is written while another election is in flight.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from core import zkformat as zf
+from core.elections import Outcome, Selection, TopicPartition, outcomes, select
+from core.errors import ElectionInProgressError, KRaftControllerError, ValidationError, ZkNodeExistsError
+from core.model import ClusterSnapshot
+from core.store import Store
+from core.zk.reader import read_snapshot
+from core.zk.session import Op, ZkSession
+
+
+@dataclass(frozen=True)
+class Triggered:
+    action_id: int
+    selection: Selection
+
+
+def _in_progress_error(keys: Sequence[TopicPartition]) -> ElectionInProgressError:
+    shown = ", ".join(f"{t}-{p}" for t, p in keys[:20]) + (" ..." if len(keys) > 20 else "")
+    return ElectionInProgressError(
+        f"Preferred replica leader election currently in progress for {shown}. Aborting operation")
+
+
+def plan_election(session: ZkSession, **scope) -> tuple[ClusterSnapshot, Selection]:
+    """Live state and the selection for `scope` (see core.elections.select); refuses while one runs."""
+    snap = read_snapshot(session)
+    if snap.controller is not None and snap.controller.is_kraft:
+        raise KRaftControllerError("A KRaft controller owns this cluster: elections through ZooKeeper would be "
+                                   "ignored. Use kafka-leader-election.sh --bootstrap-server.")
+    if snap.in_progress.preferred_election:
+        raise _in_progress_error(snap.in_progress.preferred_election)
+    return snap, select(snap, **scope)
+
+
+def trigger(session: ZkSession, store: Store, *, cluster: str, actor: str | None = None, **scope) -> Triggered:
+    """Re-validate against live state, record, and write the eligible partitions of `scope`."""
+    _, selection = plan_election(session, **scope)
+    if not selection.eligible:
+        why = "; ".join(f"{c.topic}-{c.partition}: {c.reason}" for c in selection.ineligible[:10])
+        raise ValidationError(f"nothing to elect in {selection.scope}: "
+                              + (why if why else "every partition is already led by its preferred replica"))
+    keys = selection.partitions
+    data = zf.encode_preferred_election(keys)
+    summary = (f"preferred leader election for {selection.scope}: {len(keys)} partitions to move"
+               + (f", {len(selection.ineligible)} not eligible" if selection.ineligible else ""))
+    action = store.begin(cluster=cluster, kind="preferred-election", target=selection.scope, summary=summary,
+                         payload=[{"op": "create", "path": zf.PREFERRED_ELECTION, "data": data.decode()}],
+                         rollback=None, actor=actor)
+    try:
+        session.multi([Op("create", zf.PREFERRED_ELECTION, data)])
+    except ZkNodeExistsError:
+        # someone started one between our read and our write
+        store.finish(action, ok=False, result="another election started first")
+        raise _in_progress_error(keys) from None
+    store.finish(action, ok=True, result=summary)
+    return Triggered(action, selection)
+
+
+def wait_for_outcome(session: ZkSession, keys: Sequence[TopicPartition], *, timeout: float = 30.0,
+                     poll: float = 0.2) -> tuple[bool, list[Outcome]]:
+    """Wait until the controller deletes the election node; (done, per-partition outcome)."""
+    deadline = time.monotonic() + timeout
+    done = False
+    while time.monotonic() < deadline:
+        if not session.exists(zf.PREFERRED_ELECTION):
+            done = True
+            break
+        time.sleep(poll)
+    return done, outcomes(read_snapshot(session), keys)
