@@ -1,0 +1,251 @@
+"""Execute, throttle, verify and roll back partition reassignments through ZooKeeper, as Kafka's
+ReassignPartitionsCommand (ZooKeeper mode) does.
+
+Execute re-reads live state, refuses while `/admin/reassign_partitions` exists, validates the plan,
+stores the plan and its rollback *before* writing, then writes the throttles (topic and broker
+configs, each announced by a change notification) and the reassignment node in one multi-op.
+Verify reports every partition as complete, in progress or not at its target, and removes the
+throttles once all are complete. ZooKeeper mode cannot cancel a running reassignment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from core import zkformat as zf
+from core.errors import (
+    KRaftControllerError,
+    PlanError,
+    ReassignmentInProgressError,
+    ValidationError,
+    ZkBadVersionError,
+    ZkNodeExistsError,
+)
+from core.model import ClusterSnapshot, TopicPartitionReplicas
+from core.plans import ReassignmentPlan, parse_reassignment, rollback_for, validate_reassignment
+from core.store import Store
+from core.zk.reader import read_snapshot
+from core.zk.session import Op, ZkSession
+
+LEADER_THROTTLED = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED = "follower.replication.throttled.replicas"
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+# ZooKeeper refuses a request larger than jute.maxbuffer (1 MiB by default).
+MAX_WRITE_BYTES = 1_000_000
+IN_PROGRESS = "There is an existing assignment running."
+CANNOT_CANCEL = ("ZooKeeper-mode Kafka cannot cancel a running reassignment; wait for it to finish, then execute "
+                 "the rollback")
+
+
+@dataclass(frozen=True)
+class Throttles:
+    """What Kafka's --throttle writes: per topic the replicas to throttle, per broker the rates."""
+
+    leader: dict[str, str]  # topic -> "partition:broker,..." (the current replicas of moving partitions)
+    follower: dict[str, str]  # topic -> "partition:broker,..." (the replicas being added)
+    brokers: tuple[int, ...]  # brokers whose rate is set
+    rate: int
+
+
+def moving_partitions(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(topic, partition) -> (current replicas, target) for partitions whose replica set changes."""
+    current = {(p.topic, p.partition): p.replicas for p in snapshot.partitions()}
+    return {key: (current[key], target) for key, target in plan.assignment().items()
+            if set(current[key]) != set(target)}
+
+
+def throttles_for(plan: ReassignmentPlan, snapshot: ClusterSnapshot, rate: int) -> Throttles:
+    """Kafka's calculateLeaderThrottles / calculateFollowerThrottles over the moving partitions."""
+    leader: dict[str, list[str]] = {}
+    follower: dict[str, list[str]] = {}
+    brokers: set[int] = set()
+    for (topic, partition), (current, target) in sorted(moving_partitions(plan, snapshot).items()):
+        leader.setdefault(topic, []).extend(f"{partition}:{b}" for b in current)
+        follower.setdefault(topic, []).extend(f"{partition}:{b}" for b in target if b not in current)
+        brokers.update(current)
+        brokers.update(target)
+    return Throttles({t: ",".join(v) for t, v in leader.items()}, {t: ",".join(v) for t, v in follower.items()},
+                     tuple(sorted(brokers)), rate)
+
+
+def _config_ops(session: ZkSession, path: str, entity: str, update: dict[str, str | None]) -> list[Op]:
+    """Set (or with None remove) keys of an entity config, then announce it, as kafka-configs does."""
+    node = session.get(path)
+    config = zf.decode_config(node.data, path) if node.exists else {}
+    changed = dict(config)
+    for key, value in update.items():
+        if value is None:
+            changed.pop(key, None)
+        else:
+            changed[key] = value
+    if changed == config:
+        return []
+    write = (Op("set", path, zf.encode_config(changed), version=node.version) if node.exists
+             else Op("create", path, zf.encode_config(changed)))
+    return [write, Op("create", zf.CONFIG_CHANGE_PREFIX, zf.encode_config_change(entity), sequence=True)]
+
+
+def _live(session: ZkSession) -> ClusterSnapshot:
+    snap = read_snapshot(session)
+    if snap.controller is not None and snap.controller.is_kraft:
+        raise KRaftControllerError("A KRaft controller owns this cluster: a ZooKeeper reassignment would be ignored. "
+                                   "Use kafka-reassign-partitions.sh --bootstrap-server.")
+    return snap
+
+
+def _multi(session: ZkSession, ops: list[Op]) -> None:
+    size = sum(len(op.data) + len(op.path) for op in ops)
+    if size > MAX_WRITE_BYTES:
+        raise PlanError(f"the plan needs a {size:,}-byte ZooKeeper write, over ZooKeeper's 1 MiB request limit "
+                        "(jute.maxbuffer): split it into waves and execute them one after another")
+    session.multi(ops)
+
+
+# --- execute ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Executed:
+    action_id: int
+    partitions: int
+    moving: int
+    rollback: ReassignmentPlan
+    throttles: Throttles | None
+    warnings: tuple[str, ...]
+
+
+def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster: str,
+            throttle: int | None = None, actor: str | None = None) -> Executed:
+    if throttle is not None and throttle <= 0:
+        raise ValidationError(f"--throttle must be a positive number of bytes per second, got {throttle}")
+    if session.exists(zf.REASSIGN):
+        raise ReassignmentInProgressError(IN_PROGRESS, hint="verify it, and execute this plan once it completes")
+    snap = _live(session)
+    warnings = [w for w in validate_reassignment(plan, snap) if "is in progress" not in w]
+    rollback = rollback_for(plan, snap)
+    moving = moving_partitions(plan, snap)
+    throttles = throttles_for(plan, snap, throttle) if throttle is not None and moving else None
+
+    ops: list[Op] = []
+    if throttles:
+        for topic in sorted(set(throttles.leader) | set(throttles.follower)):
+            ops += _config_ops(session, zf.topic_config_path(topic), f"topics/{topic}",
+                               {LEADER_THROTTLED: throttles.leader.get(topic), FOLLOWER_THROTTLED:
+                                throttles.follower.get(topic)})
+        for broker in throttles.brokers:
+            ops += _config_ops(session, zf.broker_config_path(broker), f"brokers/{broker}",
+                               {LEADER_RATE: str(throttle), FOLLOWER_RATE: str(throttle)})
+    node = zf.encode_reassignment(TopicPartitionReplicas(e.topic, e.partition, e.replicas) for e in plan.entries)
+    ops.append(Op("create", zf.REASSIGN, node))
+
+    summary = (f"reassignment of {len(plan.entries)} partitions ({len(moving)} moving replicas sets)"
+               + (f", throttled at {throttle:,} B/s" if throttle else ""))
+    action = store.begin(cluster=cluster, kind="reassignment", target=f"{len(plan.entries)} partitions",
+                         summary=summary, payload={"plan": plan.to_json(), "throttle": throttle,
+                                                   "writes": [op.path for op in ops]},
+                         rollback=rollback.to_json(), actor=actor)
+    try:
+        _multi(session, ops)
+    except ZkNodeExistsError:
+        store.finish(action, ok=False, result=IN_PROGRESS)
+        raise ReassignmentInProgressError(IN_PROGRESS) from None
+    except ZkBadVersionError:
+        store.finish(action, ok=False, result="configs changed concurrently")
+        raise ValidationError("a topic or broker config changed while the throttles were being written; nothing was "
+                              "written. Try again.") from None
+    except Exception as e:
+        store.finish(action, ok=False, result=str(e))
+        raise
+    store.finish(action, ok=True, result=summary)
+    return Executed(action, len(plan.entries), len(moving), rollback, throttles, tuple(warnings))
+
+
+# --- verify -------------------------------------------------------------------------------------
+
+COMPLETE, IN_FLIGHT, NOT_AT_TARGET = "complete", "in progress", "not at target"
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    topic: str
+    partition: int
+    target: tuple[int, ...]
+    replicas: tuple[int, ...]
+    status: str
+
+
+@dataclass(frozen=True)
+class Verified:
+    partitions: tuple[PartitionStatus, ...]
+    throttles_removed: bool
+
+    @property
+    def complete(self) -> bool:
+        return all(p.status == COMPLETE for p in self.partitions)
+
+
+def reassignment_status(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> list[PartitionStatus]:
+    pending = {(r.topic, r.partition) for r in snapshot.in_progress.reassignment}
+    current = {(p.topic, p.partition): p for p in snapshot.partitions()}
+    out = []
+    for (topic, partition), target in sorted(plan.assignment().items()):
+        p = current.get((topic, partition))
+        replicas = p.replicas if p else ()
+        if (topic, partition) in pending or (p and (p.adding_replicas or p.removing_replicas)):
+            status = IN_FLIGHT
+        elif replicas == target:
+            status = COMPLETE
+        else:
+            status = NOT_AT_TARGET
+        out.append(PartitionStatus(topic, partition, target, replicas, status))
+    return out
+
+
+def remove_throttles(session: ZkSession, topics: Iterable[str], snapshot: ClusterSnapshot) -> bool:
+    """Kafka's removeThrottle: the topics' throttled-replica lists and every broker's rates."""
+    ops: list[Op] = []
+    for topic in sorted(set(topics)):
+        ops += _config_ops(session, zf.topic_config_path(topic), f"topics/{topic}",
+                           {LEADER_THROTTLED: None, FOLLOWER_THROTTLED: None})
+    for broker in sorted({b.id for b in snapshot.brokers} | {int(e) for e in snapshot.broker_configs if e.isdigit()}):
+        ops += _config_ops(session, zf.broker_config_path(broker), f"brokers/{broker}",
+                           {LEADER_RATE: None, FOLLOWER_RATE: None})
+    if ops:
+        _multi(session, ops)
+    return bool(ops)
+
+
+def verify(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster: str,
+           actor: str | None = None) -> Verified:
+    snap = _live(session)
+    statuses = reassignment_status(plan, snap)
+    removed = False
+    if all(s.status == COMPLETE for s in statuses):
+        topics = sorted({s.topic for s in statuses})
+        action = store.begin(cluster=cluster, kind="remove-throttles", target=", ".join(topics)[:200],
+                             summary=f"reassignment of {len(statuses)} partitions complete: throttles removed",
+                             payload={"topics": topics})
+        try:
+            removed = remove_throttles(session, topics, snap)
+        except Exception as e:
+            store.finish(action, ok=False, result=str(e))
+            raise
+        store.finish(action, ok=True, result="removed" if removed else "no throttles were set")
+    return Verified(tuple(statuses), removed)
+
+
+# --- rollback -------------------------------------------------------------------------------------
+
+
+def rollback(session: ZkSession, store: Store, action_id: int, *, cluster: str, throttle: int | None = None,
+             actor: str | None = None) -> Executed:
+    """Execute the rollback saved with a reassignment, once that reassignment has finished."""
+    action = store.action(action_id)
+    if action is None or action.kind != "reassignment" or not action.rollback:
+        raise ValidationError(f"action {action_id} is not a recorded reassignment with a rollback")
+    if session.exists(zf.REASSIGN):
+        raise ReassignmentInProgressError(CANNOT_CANCEL)
+    return execute(session, store, parse_reassignment(action.rollback), cluster=cluster, throttle=throttle,
+                   actor=actor)
