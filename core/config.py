@@ -1,0 +1,308 @@
+"""Keel's own configuration: which clusters the console shows and what it may do to them.
+
+`keel.toml` (or the file named by the environment variable ``KEEL_CONFIG``)::
+
+    [keel]
+    role = "operator"        # viewer | operator
+    read_only = false
+
+    [clusters.demo]
+    zk = "127.0.0.1:2181/keel-demo"
+    description = "Sandbox cluster started by make run"
+    # digest = "user:password"
+    # tls = { ca = "ca.pem", cert = "client.pem", key = "client.key" }
+    # connect_timeout = 5.0
+
+A cluster's digest credentials may instead come from the environment variable
+``KEEL_ZK_DIGEST_<NAME>`` (the cluster name upper-cased, every non-alphanumeric character turned into
+``_``), which wins over the file so that secrets need not be written there. Relative TLS file paths are
+resolved against the directory of the config file.
+
+Pure apart from reading the one file: no kazoo, no streamlit. Bad config raises `ConfigError` naming the
+file and the key, so the console can show a message an SRE can act on. `can_act` / `require_operator`
+are the role gate every write action in the browser goes through.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.errors import PermissionDeniedError, ValidationError
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "ClusterConfig",
+    "ConfigError",
+    "KeelConfig",
+    "Role",
+    "TlsConfig",
+    "can_act",
+    "config_path",
+    "digest_env_var",
+    "load_config",
+    "parse_config",
+    "require_operator",
+]
+
+CONFIG_ENV = "KEEL_CONFIG"
+DIGEST_ENV_PREFIX = "KEEL_ZK_DIGEST_"
+DEFAULT_CONNECT_TIMEOUT = 5.0
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = REPO_ROOT / "keel.toml"
+
+_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_KEEL_KEYS = {"role", "read_only"}
+_CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout"}
+_TLS_KEYS = {"ca", "cert", "key", "key_password", "verify"}
+
+
+class ConfigError(ValidationError):
+    """keel.toml (or the file KEEL_CONFIG names) is missing or invalid; `path` and `key` say where."""
+
+    def __init__(self, path: str | os.PathLike | None, key: str | None, problem: str, *, hint: str | None = None):
+        where = str(path) if path is not None else "<config>"
+        if key:
+            where += f": {key}"
+        super().__init__(f"invalid Keel config {where}: {problem}", hint=hint)
+        self.path = None if path is None else str(path)
+        self.key = key
+        self.problem = problem
+
+
+class Role(str, Enum):
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    key_password: str | None = field(default=None, repr=False)
+    verify: bool = True
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    zk: str
+    description: str = ""
+    digest: str | None = field(default=None, repr=False)  # "user:password"; never printed
+    tls: TlsConfig | None = None
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+
+    @property
+    def digest_user(self) -> str | None:
+        return self.digest.split(":", 1)[0] if self.digest else None
+
+
+@dataclass(frozen=True)
+class KeelConfig:
+    role: Role
+    read_only: bool
+    clusters: Mapping[str, ClusterConfig]  # in file order; the first one is the default
+    path: str | None = None
+
+    @property
+    def default_cluster(self) -> str | None:
+        return next(iter(self.clusters), None)
+
+    def cluster(self, name: str) -> ClusterConfig:
+        try:
+            return self.clusters[name]
+        except KeyError:
+            known = ", ".join(self.clusters) or "none"
+            raise ConfigError(self.path, f"clusters.{name}", f"no such cluster (configured: {known})") from None
+
+    # Mapping is not hashable; keep KeelConfig usable as a cache key.
+    def __hash__(self) -> int:
+        return hash((self.role, self.read_only, tuple(self.clusters.items()), self.path))
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The file KEEL_CONFIG names (relative to the working directory), else keel.toml at the repo root."""
+    env = os.environ if env is None else env
+    named = env.get(CONFIG_ENV, "").strip()
+    return Path(named).expanduser() if named else DEFAULT_CONFIG
+
+
+def digest_env_var(cluster: str) -> str:
+    """`KEEL_ZK_DIGEST_<NAME>`: the name upper-cased, every non-alphanumeric character replaced by `_`."""
+    return DIGEST_ENV_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", cluster).upper()
+
+
+def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | None = None) -> KeelConfig:
+    env = os.environ if env is None else env
+    p = Path(path) if path is not None else config_path(env)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        how = f"named by {CONFIG_ENV}" if env.get(CONFIG_ENV, "").strip() and path is None else "expected"
+        raise ConfigError(p, None, f"file not found ({how})",
+                          hint=f"create it or point {CONFIG_ENV} at your keel.toml") from None
+    except IsADirectoryError:
+        raise ConfigError(p, None, "is a directory, not a TOML file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(p, None, f"not UTF-8 text: {e}") from None
+    except OSError as e:
+        raise ConfigError(p, None, f"cannot be read: {e.strerror or e}") from None
+    return parse_config(text, source=p, env=env)
+
+
+def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping[str, str] | None = None) -> KeelConfig:
+    env = os.environ if env is None else env
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(source, None, f"not valid TOML: {e}") from None
+
+    keel = doc.get("keel", {})
+    if not isinstance(keel, dict):
+        raise ConfigError(source, "keel", f"must be a table, got {_kind(keel)}")
+    _no_unknown(source, "keel", keel, _KEEL_KEYS)
+
+    role_raw = keel.get("role", Role.VIEWER.value)
+    if not isinstance(role_raw, str) or role_raw.strip().lower() not in {r.value for r in Role}:
+        raise ConfigError(source, "keel.role", f"must be \"viewer\" or \"operator\", got {role_raw!r}")
+    role = Role(role_raw.strip().lower())
+
+    read_only = keel.get("read_only", False)
+    if not isinstance(read_only, bool):
+        raise ConfigError(source, "keel.read_only", f"must be true or false, got {read_only!r}")
+
+    clusters_raw = doc.get("clusters")
+    if clusters_raw is None:
+        raise ConfigError(source, "clusters", "no clusters configured",
+                          hint='add a table such as [clusters.demo] with zk = "host:2181/chroot"')
+    if not isinstance(clusters_raw, dict):
+        raise ConfigError(source, "clusters", f"must be a table of [clusters.<name>] tables, got {_kind(clusters_raw)}")
+    if not clusters_raw:
+        raise ConfigError(source, "clusters", "no clusters configured",
+                          hint='add a table such as [clusters.demo] with zk = "host:2181/chroot"')
+
+    base_dir = Path(source).parent if not str(source).startswith("<") else None
+    clusters = {name: _cluster(source, name, body, env, base_dir) for name, body in clusters_raw.items()}
+    return KeelConfig(role=role, read_only=read_only, clusters=clusters,
+                      path=None if str(source).startswith("<") else str(source))
+
+
+def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Path | None) -> ClusterConfig:
+    key = f"clusters.{name}"
+    if not _CLUSTER_NAME.match(name):
+        raise ConfigError(source, key, "cluster names must start with a letter or digit and use only "
+                                       "letters, digits, '.', '_' and '-'")
+    if not isinstance(body, dict):
+        raise ConfigError(source, key, f"must be a table, got {_kind(body)}")
+    _no_unknown(source, key, body, _CLUSTER_KEYS)
+
+    zk = body.get("zk")
+    if zk is None:
+        raise ConfigError(source, f"{key}.zk", "missing",
+                          hint='the ZooKeeper connect string Kafka uses, e.g. zk = "zk1:2181,zk2:2181/kafka"')
+    if not isinstance(zk, str) or not zk.strip():
+        raise ConfigError(source, f"{key}.zk", f"must be a non-empty connect string, got {zk!r}")
+    zk = zk.strip()
+    if any(c.isspace() for c in zk):
+        raise ConfigError(source, f"{key}.zk", f"must not contain whitespace: {zk!r}")
+
+    description = body.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigError(source, f"{key}.description", f"must be a string, got {_kind(description)}")
+
+    var = digest_env_var(name)
+    from_env = bool(env.get(var))
+    digest = env.get(var) if from_env else body.get("digest")
+    if digest is not None and (not isinstance(digest, str) or ":" not in digest or digest.startswith(":")):
+        # Never echo the value: it is a secret.
+        raise ConfigError(source, f"{key}.digest" if not from_env else f"{key}.digest (from environment {var})",
+                          "digest credentials must look like user:password")
+
+    tls = _tls(source, f"{key}.tls", body.get("tls"), base_dir)
+
+    timeout = body.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or not 0 < timeout <= 300:
+        raise ConfigError(source, f"{key}.connect_timeout", f"must be a number of seconds in (0, 300], got {timeout!r}")
+
+    return ClusterConfig(name=name, zk=zk, description=description.strip(), digest=digest, tls=tls,
+                         connect_timeout=float(timeout))
+
+
+def _tls(source, key: str, raw: Any, base_dir: Path | None) -> TlsConfig | None:
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        return TlsConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError(source, key, f"must be a table like {{ ca = \"ca.pem\" }} or true, got {_kind(raw)}")
+    _no_unknown(source, key, raw, _TLS_KEYS)
+    files: dict[str, str | None] = {}
+    for k in ("ca", "cert", "key"):
+        v = raw.get(k)
+        if v is not None and (not isinstance(v, str) or not v.strip()):
+            raise ConfigError(source, f"{key}.{k}", f"must be a file path, got {v!r}")
+        if v is not None:
+            p = Path(v.strip()).expanduser()
+            if not p.is_absolute() and base_dir is not None:
+                p = base_dir / p
+            v = str(p)
+        files[k] = v
+    if (files["cert"] is None) != (files["key"] is None):
+        raise ConfigError(source, key, "cert and key must be given together (client certificate authentication)")
+    password = raw.get("key_password")
+    if password is not None and not isinstance(password, str):
+        raise ConfigError(source, f"{key}.key_password", "must be a string")
+    verify = raw.get("verify", True)
+    if not isinstance(verify, bool):
+        raise ConfigError(source, f"{key}.verify", f"must be true or false, got {verify!r}")
+    return TlsConfig(ca=files["ca"], cert=files["cert"], key=files["key"], key_password=password, verify=verify)
+
+
+def _no_unknown(source, key: str, table: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(source, f"{key}.{unknown[0]}", "unknown key",
+                          hint="allowed: " + ", ".join(sorted(allowed)))
+
+
+def _kind(v: Any) -> str:
+    return {dict: "a table", list: "an array", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number"}.get(type(v), type(v).__name__)
+
+
+# --- the role gate -------------------------------------------------------------------------
+
+
+def can_act(config: KeelConfig) -> bool:
+    """True when this instance may write to ZooKeeper: the operator role and not read-only."""
+    return config.role is Role.OPERATOR and not config.read_only
+
+
+def require_operator(config: KeelConfig, action: str = "change the cluster") -> None:
+    """Raise PermissionDeniedError unless `can_act(config)`; every write in the browser calls this first."""
+    where = config.path or "keel.toml"
+    if config.read_only:
+        raise PermissionDeniedError(
+            f"cannot {action}: this Keel instance is read-only",
+            hint=f"set read_only = false in the [keel] table of {where}",
+        )
+    if config.role is not Role.OPERATOR:
+        raise PermissionDeniedError(
+            f"cannot {action}: the role is {config.role.value!r}; only an operator may write to ZooKeeper",
+            hint=f'set role = "operator" in the [keel] table of {where}',
+        )

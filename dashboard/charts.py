@@ -1,0 +1,128 @@
+"""Plotly figures shared by the pages. Pure functions of plain data: no streamlit, no ZooKeeper.
+
+Colours: one fixed, colour-blind-safe colour per rack, assigned by sorted rack name so that a rack
+keeps its colour on every page; brokers without a rack are grey. A broker that is down is drawn
+hatched, with a red outline and "(down)" in its axis label.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import plotly.graph_objects as go
+
+# Okabe-Ito + Tol "bright": distinguishable with the common colour-vision deficiencies.
+RACK_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+                "#4477AA", "#228833", "#AA3377", "#66CCEE", "#CCBB44")
+NO_RACK_COLOR = "#8C8C8C"
+NO_RACK = "no rack"
+DOWN = "down"
+DOWN_COLOR = "#D62728"
+DOWN_FILL = "#F2C4C4"
+OK_COLOR = "#4C78A8"
+OVER_COLOR = "#D62728"
+
+
+def rack_colors(racks: Iterable[str | None]) -> dict[str, str]:
+    """rack name -> colour; a missing rack is `NO_RACK`."""
+    named = sorted({r for r in racks if r is not None})
+    colors = {r: RACK_PALETTE[i % len(RACK_PALETTE)] for i, r in enumerate(named)}
+    colors[NO_RACK] = NO_RACK_COLOR
+    return colors
+
+
+def broker_label(broker_id: int, alive: bool) -> str:
+    return f"{broker_id}" if alive else f"{broker_id} (down)"
+
+
+def _layout(fig: go.Figure, title: str, y_title: str, height: int) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
+        height=height, margin=dict(l=10, r=10, t=45, b=10), bargap=0.25,
+        legend=dict(title_text="Rack", orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+        plot_bgcolor="rgba(0,0,0,0)", paper_bgcolor="rgba(0,0,0,0)",
+        hoverlabel=dict(namelength=-1),
+    )
+    fig.update_xaxes(title_text="Broker", type="category", showgrid=False)
+    fig.update_yaxes(title_text=y_title, gridcolor="rgba(128,128,128,0.2)", rangemode="tozero")
+    return fig
+
+
+def per_broker_bars(
+    broker_ids: Sequence[int],
+    values: Sequence[float],
+    racks: Sequence[str | None],
+    alive: Sequence[bool],
+    *,
+    title: str,
+    y_title: str,
+    colors: dict[str, str] | None = None,
+    height: int = 320,
+) -> go.Figure:
+    """One bar per broker, coloured by rack (one legend entry per rack); down brokers in their own
+    legend entry, grey, hatched red (a dead broker's registration, and so its rack, is gone)."""
+    colors = colors or rack_colors(racks)
+    labels = [broker_label(b, a) for b, a in zip(broker_ids, alive)]
+    fig = go.Figure()
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(racks):
+        key = DOWN if not alive[i] else (r if r is not None else NO_RACK)
+        groups.setdefault(key, []).append(i)
+    order = sorted(k for k in groups if k not in (NO_RACK, DOWN)) + [k for k in (NO_RACK, DOWN) if k in groups]
+    for group in order:
+        idx = groups[group]
+        down = group == DOWN
+        fig.add_bar(
+            name=group,
+            x=[labels[i] for i in idx],
+            y=[values[i] for i in idx],
+            marker=dict(
+                color=DOWN_FILL if down else colors.get(group, NO_RACK_COLOR),
+                line=dict(color=DOWN_COLOR if down else "rgba(0,0,0,0)", width=2),
+                pattern=dict(shape="x" if down else "", fgcolor=DOWN_COLOR, size=6),
+            ),
+            customdata=[[racks[i] or NO_RACK] for i in idx],
+            hovertemplate=(f"broker %{{x}}<br>{y_title}: %{{y:,}}<br>rack: %{{customdata[0]}}"
+                           + ("<br><b>DOWN</b>" if down else "") + "<extra></extra>"),
+        )
+    fig.update_xaxes(categoryorder="array", categoryarray=labels)
+    return _layout(fig, title, y_title, height)
+
+
+def imbalance_chart(
+    broker_ids: Sequence[int],
+    ratios: Sequence[float | None],
+    alive: Sequence[bool],
+    threshold_percent: float,
+    *,
+    height: int = 340,
+) -> go.Figure:
+    """Preferred-leader imbalance per broker in percent, with the controller's threshold as a dashed line.
+
+    Bars over the threshold are red. A broker that is the preferred replica of nothing has no ratio
+    (the controller does not check it) and is drawn as an empty slot labelled "n/a".
+    """
+    labels = [broker_label(b, a) for b, a in zip(broker_ids, alive)]
+    pct = [None if r is None else r * 100.0 for r in ratios]
+    over = [p is not None and p > threshold_percent for p in pct]
+    fig = go.Figure()
+    fig.add_bar(
+        x=labels,
+        y=[0 if p is None else p for p in pct],
+        marker=dict(
+            color=[OVER_COLOR if o else OK_COLOR for o in over],
+            pattern=dict(shape=["x" if not a else "" for a in alive], fgcolor="#333333", size=6),
+        ),
+        text=["n/a" if p is None else f"{p:.0f}%" for p in pct],
+        textposition="outside",
+        customdata=[["over threshold" if o else "within threshold"] for o in over],
+        hovertemplate="broker %{x}<br>imbalance: %{y:.1f}%<br>%{customdata[0]}<extra></extra>",
+        showlegend=False,
+    )
+    fig.add_hline(y=threshold_percent, line=dict(color=OVER_COLOR, dash="dash", width=2),
+                  annotation_text=f"threshold {threshold_percent:g}%", annotation_position="top left",
+                  annotation_font=dict(color=OVER_COLOR))
+    top = max([threshold_percent] + [p for p in pct if p is not None])
+    fig.update_yaxes(range=[0, max(top * 1.2, 10)], ticksuffix="%")
+    fig.update_xaxes(categoryorder="array", categoryarray=labels)
+    return _layout(fig, "Preferred-leader imbalance per broker", "Imbalance", height)

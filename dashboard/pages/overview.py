@@ -1,0 +1,168 @@
+"""Overview: brokers, controller, size, health counters, load per broker and admin operations in flight."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core import health
+from core.model import ClusterSnapshot
+from dashboard import charts, state
+
+MAX_LISTED = 200  # rows shown per in-progress operation / problem list; the rest is counted
+
+ctx = state.page_context()
+conn = ctx.conn
+st.title(f"{ctx.cluster.name}", anchor=False)
+if ctx.cluster.description:
+    st.caption(ctx.cluster.description)
+snap0 = state.live_snapshot(conn, in_fragment=False)
+
+
+def broker_table(snap: ClusterSnapshot, summary: health.ClusterSummary) -> pd.DataFrame:
+    ctrl = snap.controller.broker_id if snap.controller else None
+    rows = []
+    for load in summary.brokers:
+        b = snap.broker_by_id.get(load.broker_id)
+        rows.append({
+            "Broker": load.broker_id,
+            "Status": "alive" if load.alive else "DOWN",
+            "Rack": (b.rack if b else None) or "—",
+            "Host": (b.host if b else None) or "—",
+            "Port": str(b.port) if b and b.port not in (None, -1) else "—",
+            "Role": "controller" if load.broker_id == ctrl else "",
+            "Replicas": load.replicas,
+            "Leaders": load.leaders,
+        })
+    return pd.DataFrame(rows, columns=["Broker", "Status", "Rack", "Host", "Port", "Role", "Replicas", "Leaders"])
+
+
+def _style_brokers(df: pd.DataFrame):
+    def row(r):
+        down = r["Status"] == "DOWN"
+        return ["background-color: rgba(214,39,40,0.16); font-weight: 600" if down else "" for _ in r]
+    return df.style.apply(row, axis=1)
+
+
+def _metric_help(n: int, what: str) -> str:
+    return f"{n:,} partition{'s' if n != 1 else ''} {what}"
+
+
+@st.fragment(run_every=state.REFRESH_SECONDS)
+def live() -> None:
+    snap = state.live_snapshot(conn, in_fragment=True)
+    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    ctrl = snap.controller
+
+    st.caption(f"Source `{snap.source}` · last change seen {state.hhmmss(snap.captured_at)}"
+               + (f" · cluster id `{snap.cluster_id}`" if snap.cluster_id else ""))
+
+    # --- size and controller -----------------------------------------------------------------
+    c = st.columns(5)
+    c[0].metric("Brokers alive", f"{summary.brokers_alive} / {summary.brokers_total}", border=True,
+                delta=None if not summary.brokers_dead else f"{summary.brokers_dead} down", delta_color="red",
+                delta_arrow="off")
+    if ctrl is None or ctrl.broker_id is None or ctrl.broker_id < 0:
+        c[1].metric("Controller", "none", border=True, delta="no active controller", delta_color="red",
+                    delta_arrow="off")
+    else:
+        c[1].metric("Controller", f"broker {ctrl.broker_id}", border=True,
+                    delta=f"epoch {ctrl.epoch}" if ctrl.epoch is not None else "epoch unknown", delta_color="gray",
+                    delta_arrow="off")
+    c[2].metric("Topics", f"{summary.topics:,}", border=True)
+    c[3].metric("Partitions", f"{summary.partitions:,}", border=True)
+    c[4].metric("Replicas", f"{summary.replicas:,}", border=True)
+    if ctrl is not None and ctrl.is_kraft:
+        st.error(f"A KRaft controller owns this cluster (kraftControllerEpoch {ctrl.kraft_controller_epoch}); "
+                 "ZooKeeper data may be stale and Keel will refuse writes.", icon=":material/block:")
+
+    # --- health ------------------------------------------------------------------------------
+    st.subheader("Partition health", anchor=False)
+    bad = summary.under_replicated + summary.unavailable + summary.under_min_isr
+    if summary.partitions == 0:
+        st.info("No topics yet.")
+    elif bad == 0 and not summary.missing_state and not summary.problems:
+        st.success(f"All {summary.partitions:,} partitions have a live leader and a full ISR.",
+                   icon=":material/check_circle:")
+    else:
+        issues = [f"{n:,} {what}" for n, what in (
+            (summary.unavailable, "unavailable"), (summary.under_min_isr, "under min ISR"),
+            (summary.under_replicated, "under-replicated"), (summary.missing_state, "without state"),
+            (summary.problems, "corrupt znode(s)")) if n]
+        alert = st.error if (summary.unavailable or summary.under_min_isr) else st.warning
+        alert("Partitions need attention: " + ", ".join(issues) + ". See Topics for the partitions.",
+              icon=":material/warning:")
+    h = st.columns(6)
+    h[0].metric("Under-replicated", f"{summary.under_replicated:,}", border=True,
+                help="ISR smaller than the replication factor (kafka-topics --under-replicated-partitions)")
+    h[1].metric("Unavailable", f"{summary.unavailable:,}", border=True,
+                help=f"No live leader (kafka-topics --unavailable-partitions); "
+                     f"{summary.offline:,} of them offline (leader -1)")
+    h[2].metric("Under min ISR", f"{summary.under_min_isr:,}", border=True,
+                help="ISR smaller than min.insync.replicas, or no live leader: producers with acks=all fail")
+    h[3].metric("At min ISR", f"{summary.at_min_isr:,}", border=True,
+                help="ISR exactly min.insync.replicas: one more failure blocks acks=all producers")
+    h[4].metric("Without state", f"{summary.missing_state:,}", border=True,
+                help="Partitions whose state znode is missing (not initialised by the controller)")
+    h[5].metric("Problems", f"{summary.problems:,}", border=True,
+                help="Znodes whose payload Keel could not decode; the rest of the cluster still loaded")
+    if snap.problems:
+        with st.expander(f"{len(snap.problems):,} corrupt znode(s)", expanded=True, icon=":material/report:"):
+            st.table(pd.DataFrame([{"Path": p.path, "Problem": p.error} for p in snap.problems[:MAX_LISTED]]))
+            if len(snap.problems) > MAX_LISTED:
+                st.caption(f"… and {len(snap.problems) - MAX_LISTED:,} more")
+
+    # --- brokers -----------------------------------------------------------------------------
+    st.subheader("Brokers", anchor=False)
+    df = conn.derived("overview.brokers", snap, lambda s: broker_table(s, summary))
+    down = df[df["Status"] == "DOWN"]["Broker"].tolist()
+    if down:
+        st.error(f"Broker{'s' if len(down) > 1 else ''} down: {', '.join(map(str, down))}", icon=":material/dns:")
+    st.table(_style_brokers(df), hide_index=True, alt="Brokers of the cluster")
+
+    colors = charts.rack_colors(b.rack for b in summary.brokers)
+    ids = [b.broker_id for b in summary.brokers]
+    racks = [b.rack for b in summary.brokers]
+    alive = [b.alive for b in summary.brokers]
+    left, right = st.columns(2)
+    left.plotly_chart(charts.per_broker_bars(ids, [b.replicas for b in summary.brokers], racks, alive,
+                                             title="Replicas per broker", y_title="Replicas", colors=colors),
+                      key="replicas_chart", config={"displayModeBar": False})
+    right.plotly_chart(charts.per_broker_bars(ids, [b.leaders for b in summary.brokers], racks, alive,
+                                              title="Leaders per broker", y_title="Leaders", colors=colors),
+                       key="leaders_chart", config={"displayModeBar": False})
+
+    # --- admin operations --------------------------------------------------------------------
+    st.subheader("Admin operations in progress", anchor=False)
+    ip = snap.in_progress
+    o = st.columns(3)
+    o[0].metric("Reassignment", f"{len(ip.reassignment):,}", border=True,
+                help="Partitions listed in /admin/reassign_partitions"
+                     + (f"; {summary.reassigning_partitions:,} with adding/removing replicas"
+                        if summary.reassigning_partitions else ""))
+    o[1].metric("Preferred election", f"{len(ip.preferred_election):,}", border=True,
+                help="Partitions listed in /admin/preferred_replica_election")
+    o[2].metric("Topic deletions", f"{len(ip.deletion):,}", border=True, help="Topics under /admin/delete_topics")
+    if not (ip.reassignment or ip.preferred_election or ip.deletion or summary.reassigning_partitions):
+        st.caption("None: no /admin node is pending.")
+    if ip.reassignment:
+        with st.expander(f"Reassignment of {len(ip.reassignment):,} partition(s)", icon=":material/swap_horiz:"):
+            rows = [{"Topic": r.topic, "Partition": r.partition, "Target replicas": ", ".join(map(str, r.replicas))}
+                    for r in ip.reassignment[:MAX_LISTED]]
+            st.table(pd.DataFrame(rows))
+            if len(ip.reassignment) > MAX_LISTED:
+                st.caption(f"… and {len(ip.reassignment) - MAX_LISTED:,} more")
+    if ip.preferred_election:
+        with st.expander(f"Preferred-leader election of {len(ip.preferred_election):,} partition(s)",
+                         icon=":material/how_to_vote:"):
+            st.table(pd.DataFrame([{"Topic": t, "Partition": p} for t, p in ip.preferred_election[:MAX_LISTED]]))
+            if len(ip.preferred_election) > MAX_LISTED:
+                st.caption(f"… and {len(ip.preferred_election) - MAX_LISTED:,} more")
+    if ip.deletion:
+        with st.expander(f"Deletion of {len(ip.deletion):,} topic(s)", icon=":material/delete:"):
+            st.table(pd.DataFrame({"Topic": list(ip.deletion[:MAX_LISTED])}))
+            if len(ip.deletion) > MAX_LISTED:
+                st.caption(f"… and {len(ip.deletion) - MAX_LISTED:,} more")
+
+
+live()

@@ -1,0 +1,194 @@
+"""Topics: a searchable list with health counts per topic; one topic's partitions, leader / replicas / ISR."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from core import health
+from core.model import NO_LEADER, ClusterSnapshot, Topic
+from dashboard import state
+
+PAGE_SIZES = (25, 50, 100, 500)
+TOPIC_COLUMNS = ["Topic", "Health", "Partitions", "RF", "Under-replicated", "Unavailable", "Under min ISR",
+                 "At min ISR", "Off preferred", "Out-of-sync replicas", "min ISR", "Config overrides"]
+PARTITION_COLUMNS = ["Partition", "Leader", "Preferred", "Replicas", "ISR", "Out of sync", "Flags"]
+
+ctx = state.page_context()
+conn = ctx.conn
+st.title("Topics", anchor=False)
+st.caption(f"Cluster **{ctx.cluster.name}**")
+state.live_snapshot(conn, in_fragment=False)
+
+
+def _ids(xs) -> str:
+    return ", ".join(map(str, xs)) if xs else "—"
+
+
+def topic_row(t: Topic, alive: frozenset[int], default_min_isr: int) -> dict:
+    mi = health.min_isr(t, default_min_isr)
+    urp = unav = umi = ami = off = oos = 0
+    for p in t.partitions:
+        urp += health.is_under_replicated(p)
+        unav += health.is_unavailable(p, alive)
+        umi += health.is_under_min_isr(p, mi, alive)
+        ami += health.is_at_min_isr(p, mi)
+        off += health.is_off_preferred_leader(p)
+        oos += len(health.out_of_sync_replicas(p))
+    status = ("unavailable" if unav else "under min ISR" if umi else "under-replicated" if urp else "ok")
+    return {
+        "Topic": t.name, "Health": status, "Partitions": len(t.partitions), "RF": t.replication_factor,
+        "Under-replicated": urp, "Unavailable": unav, "Under min ISR": umi, "At min ISR": ami,
+        "Off preferred": off, "Out-of-sync replicas": oos, "min ISR": mi,
+        "Config overrides": ", ".join(f"{k}={v}" for k, v in sorted(t.config.items())),
+    }
+
+
+def topic_table(snap: ClusterSnapshot) -> pd.DataFrame:
+    """One row per topic. A row is recomputed only when its Topic object changed (the tree reuses
+    unchanged topics between snapshots) or when the set of live brokers / the min ISR default did."""
+    memo = conn.memo("topics.rows")
+    alive = snap.alive_broker_ids
+    default = health.cluster_min_isr_default(snap)
+    rows = []
+    for t in snap.topics:
+        hit = memo.get(t.name)
+        if hit is None or hit[0] is not t or hit[1] != alive or hit[2] != default:
+            hit = (t, alive, default, topic_row(t, alive, default))
+            memo[t.name] = hit
+        rows.append(hit[3])
+    for gone in set(memo) - set(snap.topic_by_name):
+        memo.pop(gone, None)
+    return pd.DataFrame(rows, columns=TOPIC_COLUMNS)
+
+
+def partition_table(snap: ClusterSnapshot, topic: Topic) -> pd.DataFrame:
+    one = replace(snap, topics=(topic,))
+    rows = []
+    for h in health.iter_partition_health(one):
+        flags = []
+        if not h.has_state:
+            flags.append("no state")
+        if h.unavailable:
+            flags.append("unavailable")
+        if h.under_min_isr and not h.unavailable:
+            flags.append("under min ISR")
+        if h.under_replicated:
+            flags.append("under-replicated")
+        if h.off_preferred_leader:
+            flags.append("leader off preferred")
+        if h.out_of_sync:
+            flags.append("replicas out of sync")
+        if h.reassigning:
+            flags.append("reassigning")
+        rows.append({
+            "Partition": h.partition,
+            "Leader": "none" if h.leader == NO_LEADER else str(h.leader),
+            "Preferred": str(h.replicas[0]) if h.replicas else "—",
+            "Replicas": _ids(h.replicas),
+            "ISR": _ids(h.isr),
+            "Out of sync": _ids(h.out_of_sync) if h.out_of_sync else "",
+            "Flags": ", ".join(flags) or "ok",
+        })
+    return pd.DataFrame(rows, columns=PARTITION_COLUMNS)
+
+
+def _style_partitions(df: pd.DataFrame):
+    red, amber = "background-color: rgba(214,39,40,0.18)", "background-color: rgba(255,160,0,0.25)"
+
+    def row(r):
+        styles = {c: "" for c in df.columns}
+        flags = r["Flags"]
+        if "unavailable" in flags or "no state" in flags:
+            styles = {c: red for c in df.columns}
+        if "leader off preferred" in flags:
+            styles["Leader"] = amber
+        if r["Out of sync"]:
+            styles["Out of sync"] = red
+            styles["ISR"] = amber
+        return [styles[c] for c in df.columns]
+
+    return df.style.apply(row, axis=1)
+
+
+def _style_topics(df: pd.DataFrame):
+    colors = {"unavailable": "color: #D62728; font-weight: 600", "under min ISR": "color: #D62728",
+              "under-replicated": "color: #E69F00", "ok": "color: #2CA02C"}
+    return df.style.map(lambda v: colors.get(v, ""), subset=["Health"])
+
+
+@st.fragment(run_every=state.REFRESH_SECONDS)
+def live() -> None:
+    snap = state.live_snapshot(conn, in_fragment=True)
+    table = conn.derived("topics.table", snap, topic_table)
+
+    f1, f2, f3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    needle = f1.text_input("Filter topics", key="topic_filter", placeholder="name contains…",
+                           help="Case-insensitive substring of the topic name")
+    only_bad = f2.toggle("Only with problems", key="topic_only_bad")
+    hide_internal = f3.toggle("Hide internal", key="topic_hide_internal")
+    view = table
+    if needle.strip():
+        view = view[view["Topic"].str.contains(needle.strip(), case=False, regex=False)]
+    if only_bad:
+        view = view[(view["Under-replicated"] + view["Unavailable"] + view["Under min ISR"]
+                     + view["Out-of-sync replicas"]) > 0]
+    if hide_internal:
+        view = view[~view["Topic"].isin(["__consumer_offsets", "__transaction_state"])]
+
+    st.caption(f"{len(view):,} of {len(table):,} topics")
+    st.dataframe(_style_topics(view) if len(view) <= 2000 else view, hide_index=True, key="topic_list",
+                 height=min(420, 38 + 35 * max(len(view), 1)),
+                 column_config={"Config overrides": st.column_config.TextColumn(width="large")})
+
+    st.subheader("Partitions", anchor=False)
+    names = view["Topic"].tolist()
+    chosen = st.session_state.get("topic_choice")
+    if chosen is not None and chosen not in names:
+        names = [chosen] + names  # keep the chosen topic selectable while the filter hides it
+    topic_name = st.selectbox("Topic", names, index=None, key="topic_choice", placeholder="Choose a topic…")
+    if topic_name is None:
+        st.caption("Choose a topic to see its partitions, leaders, replicas and ISR.")
+        return
+    topic = snap.topic(topic_name)
+    if topic is None:
+        st.warning(f"Topic {topic_name!r} no longer exists.")
+        return
+
+    row = table[table["Topic"] == topic_name].iloc[0]
+    m = st.columns(5)
+    m[0].metric("Partitions", f"{len(topic.partitions):,}", border=True)
+    m[1].metric("Replication factor", topic.replication_factor, border=True)
+    m[2].metric("min.insync.replicas", int(row["min ISR"]), border=True)
+    m[3].metric("Off preferred leader", int(row["Off preferred"]), border=True)
+    m[4].metric("Out-of-sync replicas", int(row["Out-of-sync replicas"]), border=True)
+    if topic_name in snap.in_progress.deletion:
+        st.warning(f"Topic {topic_name} is queued for deletion.", icon=":material/delete:")
+    if topic.config:
+        with st.expander(f"{len(topic.config)} config override(s)"):
+            st.table(pd.DataFrame(sorted(topic.config.items()), columns=["Key", "Value"]), hide_index=True)
+
+    parts = conn.derived("topics.partitions", snap, lambda s: partition_table(s, topic), key=topic_name)
+    p1, p2, p3 = st.columns([2, 1, 1], vertical_alignment="bottom")
+    only_bad_p = p1.toggle("Only partitions with flags", key="part_only_bad")
+    if only_bad_p:
+        parts = parts[parts["Flags"] != "ok"]
+    size = p2.selectbox("Rows per page", PAGE_SIZES, index=2, key="part_page_size")
+    pages = max(1, -(-len(parts) // size))
+    page = p3.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, step=1, key="part_page")
+    page = min(int(page), pages)
+    start = (page - 1) * size
+    shown = parts.iloc[start:start + size]
+    st.caption(f"Partitions {start + 1 if len(parts) else 0:,}–{start + len(shown):,} of {len(parts):,}. "
+               "Amber leader: not the preferred (first) replica. Red: replicas out of the ISR, or no live leader.")
+    st.dataframe(_style_partitions(shown), hide_index=True, key="partition_table",
+                 height=min(640, 38 + 35 * max(len(shown), 1)),
+                 column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small"),
+                                "Leader": st.column_config.TextColumn(width="small"),
+                                "Preferred": st.column_config.TextColumn(width="small"),
+                                "Flags": st.column_config.TextColumn(width="large")})
+
+
+live()

@@ -1,0 +1,85 @@
+"""Keel's entry point: `streamlit run dashboard/streamlit_app.py`.
+
+The router: `st.navigation` over the pages, and the frame every page shares in the sidebar
+(cluster picker from keel.toml, role / read-only badge, live connection status).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:  # `streamlit run` puts only dashboard/ on sys.path
+    sys.path.insert(0, str(_ROOT))
+
+import streamlit as st  # noqa: E402
+
+from core.config import ConfigError, can_act  # noqa: E402
+from dashboard import state  # noqa: E402
+
+st.set_page_config(page_title="Keel", page_icon=":material/anchor:", layout="wide")
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
+    st.Page("pages/topics.py", title="Topics", icon=":material/topic:"),
+    st.Page("pages/brokers.py", title="Brokers", icon=":material/dns:"),
+]
+page = st.navigation(PAGES)
+
+cfg = state.config()
+
+if isinstance(cfg, ConfigError):
+    with st.sidebar:
+        st.markdown("## :material/anchor: Keel")
+        st.error("Configuration error", icon=":material/settings_alert:")
+    st.title("Keel", anchor=False)
+    st.error(str(cfg), icon=":material/settings_alert:")
+    st.stop()
+
+with st.sidebar:
+    st.markdown("## :material/anchor: Keel")
+    names = list(cfg.clusters)
+    wanted = st.query_params.get("cluster")
+    if state.CLUSTER_KEY not in st.session_state and wanted in cfg.clusters:
+        st.session_state[state.CLUSTER_KEY] = wanted
+    choice = st.selectbox(
+        "Cluster", names, key=state.CLUSTER_KEY,
+        format_func=lambda n: n if not cfg.clusters[n].description else f"{n} — {cfg.clusters[n].description}",
+        help=f"Clusters configured in {cfg.path}",
+    )
+    cluster = cfg.clusters[choice]
+    st.caption(f"ZooKeeper `{cluster.zk}`" + (f" · digest user `{cluster.digest_user}`" if cluster.digest else "")
+               + (" · TLS" if cluster.tls else ""))
+    badges = st.container(horizontal=True)
+    badges.badge(f"role: {cfg.role.value}", icon=":material/badge:", color="green" if can_act(cfg) else "gray")
+    if cfg.read_only:
+        badges.badge("read-only", icon=":material/visibility:", color="orange")
+    if not can_act(cfg):
+        st.caption("Write actions are disabled: " + ("this instance is read-only." if cfg.read_only
+                                                     else "the viewer role cannot change the cluster."))
+    status_box = st.empty()
+
+conn = state.connection(cluster)
+if conn.snapshot() is None:
+    status_box.markdown(f"**Connection**  \n:gray[●] Connecting to `{cluster.name}`…")
+conn.ensure()  # a failed connect is retried at once on every full rerun
+state.wait_for_first_snapshot(conn)  # progress in the main area; bounded by connect_timeout
+
+
+@st.fragment(run_every=state.REFRESH_SECONDS)
+def connection_status() -> None:
+    conn.ensure(retry_after=state.RETRY_SECONDS)
+    color, text = state.status_line(conn)
+    st.markdown(f"**Connection**  \n:{color}[●] {text}")
+    snap = conn.snapshot()
+    if snap is not None:
+        st.caption(f"Last change {state.hhmmss(snap.captured_at)}"
+                   + (f" · cluster id `{snap.cluster_id}`" if snap.cluster_id else ""))
+
+
+with status_box.container():
+    connection_status()
+
+with state.router_frame():
+    page.run()

@@ -1,0 +1,205 @@
+"""End to end: the real app under `streamlit run`, a sandbox cluster in a real ZooKeeper, headless Chromium.
+
+The app runs as a subprocess on a free port with KEEL_CONFIG pointing at the test's chroot; the sandbox
+(seeded tree + controller emulator) runs in this process, so the test can stop a broker and watch the
+page change without reloading it. Screenshots land in the test's tmp dir (path printed; keep them with
+`pytest -s`, or set KEEL_E2E_SCREENSHOTS=<dir> to also copy them there).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from core.sandbox import zkserver
+from core.sandbox.seed import SandboxSpec
+from tests.sandbox_helpers import running_sandbox
+
+selenium = pytest.importorskip("selenium")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SPEC = SandboxSpec(brokers=5, racks=3, topics=6, seed=3)
+BROKER_TABLE = 'table[aria-label="Brokers of the cluster"]'
+
+pytestmark = pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+                                reason="Debian chromium and chromedriver are needed (apt-get install chromium "
+                                       "chromium-driver)")
+
+
+# --- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sandbox(zk_connect):
+    with running_sandbox(zk_connect, SPEC) as sb:
+        assert sb.emulator.wait_idle(10)
+        yield sb
+
+
+@pytest.fixture
+def app_url(sandbox, zk_connect, tmp_path):
+    config = tmp_path / "keel.toml"
+    config.write_text(f'[keel]\nrole = "viewer"\nread_only = true\n\n'
+                      f'[clusters.e2e]\nzk = "{zk_connect}"\ndescription = "end-to-end sandbox"\n')
+    port = zkserver.free_port()
+    env = {**os.environ, "KEEL_CONFIG": str(config), "PYTHONUNBUFFERED": "1"}
+    log = open(tmp_path / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "dashboard/streamlit_app.py",
+         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited with {proc.returncode}:\n{(tmp_path / 'streamlit.log').read_text()}")
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not come up:\n{(tmp_path / 'streamlit.log').read_text()}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1500,1900"):
+        options.add_argument(arg)
+    profile = tempfile.mkdtemp(prefix="keel-chromium-")
+    options.add_argument(f"--user-data-dir={profile}")
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def broker_rows(driver) -> dict[int, dict[str, str]]:
+    """The Overview's broker table as {broker id: {column: cell text}}, read from the DOM."""
+    rows = driver.execute_script(
+        """
+        const t = document.querySelector(arguments[0]);
+        if (!t) return null;
+        const head = [...t.querySelectorAll('thead th')].map(c => c.innerText.trim());
+        const body = [...t.querySelectorAll('tbody tr')].map(
+            r => [...r.querySelectorAll('th, td')].map(c => c.innerText.trim()));
+        return {head, body};
+        """,
+        BROKER_TABLE,
+    )
+    if not rows or not rows["head"]:
+        return {}
+    head = rows["head"]
+    out = {}
+    for cells in rows["body"]:
+        cells = cells[-len(head):]  # drop a hidden index cell if one is rendered
+        row = dict(zip(head, cells))
+        if row.get("Broker", "").isdigit():
+            out[int(row["Broker"])] = row
+    return out
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.25)
+
+
+def screenshot(driver, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.png"
+    driver.save_screenshot(str(path))
+    keep = os.environ.get("KEEL_E2E_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(keep) / path.name)
+    print(f"screenshot: {path}")
+    return path
+
+
+# --- tests --------------------------------------------------------------------------------------
+
+
+def test_overview_shows_brokers_and_follows_a_broker_stop(sandbox, app_url, browser, tmp_path):
+    snap = sandbox.snapshot()
+    alive = sorted(b.id for b in snap.brokers if b.alive)
+    assert len(alive) == SPEC.brokers
+
+    browser.get(app_url + "/")
+    rows = wait_for(lambda: (r := broker_rows(browser)) and len(r) == len(alive) and r, 45, "the broker table")
+    assert sorted(rows) == alive
+    assert all(r["Status"] == "alive" for r in rows.values())
+    assert rows[snap.controller.broker_id]["Role"] == "controller"
+    body = browser.find_element("tag name", "body").text
+    assert "Partition health" in body and "role: viewer" in body and "read-only" in body
+    wait_for(lambda: len(browser.find_elements("css selector", ".js-plotly-plot")) >= 2, 30, "the plotly charts")
+    screenshot(browser, tmp_path, "overview")
+
+    victim = next(b for b in alive if b != snap.controller.broker_id)
+    sandbox.stop_broker(victim)
+    started = time.monotonic()
+    rows = wait_for(lambda: (r := broker_rows(browser)) and r.get(victim, {}).get("Status") == "DOWN" and r,
+                    15, f"broker {victim} to show as down without a reload")
+    print(f"broker {victim} shown down after {time.monotonic() - started:.1f} s")
+    assert all(r["Status"] == "alive" for b, r in rows.items() if b != victim)
+    wait_for(lambda: f"Broker down: {victim}" in browser.find_element("tag name", "body").text, 10,
+             "the broker-down banner")
+    screenshot(browser, tmp_path, "overview-broker-down")
+
+
+def test_topics_and_brokers_pages_render(sandbox, app_url, browser, tmp_path):
+    snap = sandbox.snapshot()
+    browser.get(app_url + "/topics")
+    wait_for(lambda: browser.find_elements("css selector", '[data-testid="stDataFrame"]'), 45, "the topic list")
+    body = browser.find_element("tag name", "body").text
+    assert "Topics" in body and f"{len(snap.topics)} of {len(snap.topics)} topics" in body
+    # the first request of a fresh server is for a page URL: it must still get the router's frame
+    wait_for(lambda: "Connection" in browser.find_element("tag name", "body").text, 20, "the sidebar frame")
+    nav = browser.find_element("css selector", '[data-testid="stSidebarNav"]').text
+    assert "Overview" in nav and "streamlit app" not in nav.lower()
+    screenshot(browser, tmp_path, "topics")
+
+    browser.get(app_url + "/brokers")
+    wait_for(lambda: "Imbalance threshold" in browser.find_element("tag name", "body").text, 45, "the brokers page")
+    wait_for(lambda: browser.find_elements("css selector", ".js-plotly-plot"), 30, "the imbalance chart")
+    assert browser.find_elements("css selector", '[data-testid="stDataFrame"]')
+    screenshot(browser, tmp_path, "brokers")
