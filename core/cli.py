@@ -11,12 +11,15 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from core.errors import KeelError, UnknownTopicError
 from core.model import ClusterSnapshot
 from core import cli_leaders, cli_topics
 from core.sandbox import commands as sandbox_commands
+
+if TYPE_CHECKING:
+    from core.zk.session import ZkSession
 
 
 # --- shared ZooKeeper options -----------------------------------------------------------------
@@ -36,7 +39,7 @@ def add_zk_options(p: argparse.ArgumentParser, required: bool = True) -> None:
 
 
 @contextmanager
-def zk_session(args: argparse.Namespace) -> Iterator["ZkSession"]:  # noqa: F821
+def zk_session(args: argparse.Namespace) -> Iterator[ZkSession]:
     from core.zk.session import TlsOptions, ZkSession, ZkSettings
 
     tls = None

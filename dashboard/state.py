@@ -28,7 +28,6 @@ import hashlib
 import logging
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -298,42 +297,8 @@ class PageContext:
     conn: Connection
 
 
-_router = threading.local()  # every session's script runs on its own thread
-
-
-@contextmanager
-def router_frame():
-    """The router wraps `page.run()` in this, so that a page can tell it was reached through the router."""
-    _router.active = True
-    try:
-        yield
-    finally:
-        _router.active = False
-
-
-def _leave_legacy_pages_mode() -> None:
-    """Run the router when Streamlit ran a page file on its own.
-
-    The page files live in dashboard/pages/, which Streamlit also reads as its legacy "pages directory"
-    multipage mode. It leaves that mode once the router calls st.navigation, but a server whose very first
-    request is for a page URL (a bookmark to /topics after a restart), and AppTest on every run, execute
-    the page file alone: no sidebar, no shared frame. Flip the mode off the way st.navigation does and
-    rerun, which executes the router and lands on the same page (same URL path).
-    """
-    if getattr(_router, "active", False):
-        return
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # pragma: no cover - a Streamlit without it has no legacy mode to leave
-        return
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def page_context() -> PageContext:
     """Config + selected cluster + its connection for a page; shows the error and stops if there is none."""
-    _leave_legacy_pages_mode()
     cfg = config()
     if isinstance(cfg, ConfigError):
         st.error(str(cfg))

@@ -21,9 +21,9 @@ from dashboard import state  # noqa: E402
 st.set_page_config(page_title="Keel", page_icon=":material/anchor:", layout="wide")
 
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
-    st.Page("pages/topics.py", title="Topics", icon=":material/topic:"),
-    st.Page("pages/brokers.py", title="Brokers", icon=":material/dns:"),
+    st.Page("views/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
+    st.Page("views/topics.py", title="Topics", icon=":material/topic:"),
+    st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
 ]
 page = st.navigation(PAGES)
 
@@ -81,5 +81,4 @@ def connection_status() -> None:
 with status_box.container():
     connection_status()
 
-with state.router_frame():
-    page.run()
+page.run()

@@ -4,11 +4,6 @@ The router (dashboard/streamlit_app.py) is the entry point, as `streamlit run` u
 with AppTest.switch_page. Each test writes its own keel.toml and points KEEL_CONFIG at it. The
 connections live in st.cache_resource, which is process-global: the autouse fixture clears it before
 and after every test, which stops the LiveCluster watchers and closes their ZooKeeper sessions.
-
-AppTest detail: the page files live in dashboard/pages/, a folder name Streamlit also reads as its
-legacy "pages directory" multipage mode, and AppTest re-detects that folder before every run, so every
-rerun first executes the page file alone. The pages notice and rerun through the router
-(state._leave_legacy_pages_mode); these tests therefore also check that the frame is there on reruns.
 """
 
 from __future__ import annotations
@@ -219,7 +214,7 @@ def test_topics_list_filter_and_partitions(demo, zk_connect, tmp_path, monkeypat
     at = app().run()
     conn = live_connection("demo")
     snap = settle(demo, conn, lambda s: True)
-    at.switch_page("pages/topics.py").run()
+    at.switch_page("views/topics.py").run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Topics"
     assert at.sidebar.selectbox(key=state.CLUSTER_KEY).value == "demo"  # the router's frame, on a rerun
@@ -274,7 +269,7 @@ def test_topic_partitions_are_paginated(demo, zk_connect, tmp_path, monkeypatch)
     snap = settle(demo, live_connection("demo"), lambda s: True)
     big = max(snap.topics, key=lambda t: len(t.partitions))
     assert len(big.partitions) > 25
-    at.switch_page("pages/topics.py").run()
+    at.switch_page("views/topics.py").run()
     at.selectbox(key="topic_choice").select(big.name).run()
     at.selectbox(key="part_page_size").select(25).run()
     parts = table_with(at, "Partition", "dataframe")
@@ -292,7 +287,7 @@ def test_brokers_page_imbalance_vs_threshold(demo, zk_connect, tmp_path, monkeyp
     write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
     at = app().run()
     snap = settle(demo, live_connection("demo"), lambda s: True)
-    at.switch_page("pages/brokers.py").run()
+    at.switch_page("views/brokers.py").run()
     assert not at.exception, at.exception
     summary = health.summarize(snap)
     loads = health.broker_loads(snap)
@@ -332,7 +327,7 @@ def test_unreachable_zookeeper_gives_a_banner_quickly(tmp_path, monkeypatch):
     # every page says the same, and the next full run retries
     conn = live_connection("nowhere")
     attempts = conn.attempts
-    for page in ("pages/topics.py", "pages/brokers.py"):
+    for page in ("views/topics.py", "views/brokers.py"):
         at.switch_page(page).run()
         assert "ZooKeeper unreachable" in texts(at.error)
     assert conn.attempts > attempts
@@ -360,7 +355,7 @@ def test_invalid_config_names_the_key(tmp_path, monkeypatch):
     path = tmp_path / "keel.toml"
     path.write_text('[keel]\nrole = "admin"\n[clusters.a]\nzk = "127.0.0.1:1"\n')
     monkeypatch.setenv("KEEL_CONFIG", str(path))
-    for page in (None, "pages/topics.py"):
+    for page in (None, "views/topics.py"):
         at = app().run()
         if page:
             at.switch_page(page).run()

@@ -149,3 +149,13 @@ def test_bulk_create_and_delete_tree(session):
     got = list(session.get_many([f"/x/{i}" for i in range(300)] + ["/x/missing"]))
     assert [n.data for n in got[:3]] == [b"0", b"1", b"2"] and got[-1].data is None
     assert session.delete_tree("/x") == 301 and not session.exists("/x")
+
+
+def test_bulk_reader_survives_an_idle_expiry_and_a_dropped_connection(zk_connect):
+    with ZkSession.open(ZkSettings(connect=zk_connect, session_timeout=2)) as s:
+        s.create("/n", b"1")
+        assert [n.data for n in s.get_many(["/n"])] == [b"1"]
+        time.sleep(2.2)  # longer than the reader's session: it must reconnect, not fail
+        assert [n.data for n in s.get_many(["/n"])] == [b"1"]
+        s._wire._sock.close()  # the server went away under it
+        assert s.children_many(["/"])["/"] == ["n"]

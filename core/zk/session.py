@@ -12,7 +12,7 @@ import logging
 import re
 import ssl
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
 from kazoo.client import KazooClient, KazooState
@@ -189,7 +189,9 @@ class ZkSession:
         self._client = KazooClient(
             hosts=str(self.target),
             timeout=settings.session_timeout,
-            connection_retry=KazooRetry(max_tries=settings.retries, delay=0.2, max_delay=2.0, ignore_expire=False),
+            # Once connected, reconnect for as long as it takes (a live view must survive a ZooKeeper
+            # restart); the first connect is bounded by start()'s timeout instead.
+            connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=2.0, ignore_expire=False),
             command_retry=KazooRetry(max_tries=settings.retries, delay=0.2, max_delay=2.0),
             logger=logging.getLogger("keel.kazoo"),
             **kwargs,
@@ -223,9 +225,8 @@ class ZkSession:
             raise ZooKeeperUnreachableError(f"could not connect to ZooKeeper at {self.target.hosts_text}: {e}") from None
 
     def close(self) -> None:
-        if self._wire is not None:
-            self._wire.close()
-            self._wire = None
+        with self._lock:
+            self._close_wire()
         try:
             self._client.stop()
         finally:
@@ -308,8 +309,8 @@ class ZkSession:
 
         `progress(n)` is called with the number of nodes read so far, every `window` nodes.
         """
-        if watch is None and (wire := self._wire_reader()) is not None:
-            yield from self._get_many_wire(wire, paths, progress)
+        if watch is None and self._wire_usable():
+            yield from self._get_many_wire(paths, progress)
             return
         kw = self._kazoo_watch(watch)
         pending: list[tuple[str, object]] = []
@@ -327,9 +328,8 @@ class ZkSession:
             progress(done + len(pending))
 
     def children_many(self, paths: Sequence[str], *, watch: WatchFn | None = None) -> dict[str, list[str] | None]:
-        if watch is None and (wire := self._wire_reader()) is not None:
-            with self._lock:
-                return dict(wire.children_many(list(paths)))
+        if watch is None and self._wire_usable():
+            return self._wire_call(lambda wire: dict(wire.children_many(list(paths))))
         kw = self._kazoo_watch(watch)
         asyncs = [(p, self._client.get_children_async(p, watch=kw)) for p in paths]
         out: dict[str, list[str] | None] = {}
@@ -343,6 +343,10 @@ class ZkSession:
         return out
 
     # --- bulk reads over the wire reader (no watches) ---------------------------------------
+
+    def _wire_usable(self) -> bool:
+        with self._lock:
+            return self._wire_reader() is not None
 
     def _wire_reader(self) -> WireReader | None:
         """The pipelined reader, opened on first use; None (kazoo is used) if it cannot connect."""
@@ -365,15 +369,38 @@ class ZkSession:
                 self._wire_failed = True
         return self._wire
 
-    def _get_many_wire(self, wire: WireReader, paths: Sequence[str], progress) -> Iterator[Node]:
-        paths = list(paths)
+    def _wire_call(self, fn):
+        """Run fn(reader) under the lock; a reader whose session lapsed while idle is reopened once."""
         with self._lock:
-            # Materialise under the lock: the reader is one socket shared by this session's threads.
+            wire = self._wire_reader()
+            try:
+                return fn(wire)
+            except (OSError, ConnectionError) as e:
+                log.info("pipelined reader connection lost (%s); reconnecting", e)
+                self._close_wire()
+                wire = self._wire_reader()
+                if wire is None:
+                    raise ZooKeeperUnreachableError(f"lost the connection to ZooKeeper: {e}") from None
+                return fn(wire)
+
+    def _close_wire(self) -> None:
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
+
+    def _get_many_wire(self, paths: Sequence[str], progress) -> Iterator[Node]:
+        paths = list(paths)
+
+        def read(wire: WireReader) -> list[Node]:
+            # Materialised under the lock: the reader is one socket shared by this session's threads.
             nodes = []
             for i, (path, data, version, owner) in enumerate(wire.get_many(paths), 1):
                 nodes.append(Node(path, data, version, owner))
                 if progress and i % 5000 == 0:
                     progress(i)
+            return nodes
+
+        nodes = self._wire_call(read)
         if progress and paths:
             progress(len(paths))
         yield from nodes
@@ -407,8 +434,7 @@ class ZkSession:
         before it stay; nodes that already exist are skipped. Returns the number created.
         """
         nodes = list(nodes)
-        wire = self._wire_reader()
-        if wire is None:
+        if not self._wire_usable():
             created = 0
             for path, data in nodes:
                 try:
@@ -417,8 +443,7 @@ class ZkSession:
                 except ZkNodeExistsError:
                     pass
             return created
-        with self._lock:
-            return wire.create_many(nodes)[0]
+        return self._wire_call(lambda wire: wire.create_many(nodes)[0])
 
     def ensure_path(self, path: str) -> None:
         try:

@@ -173,8 +173,12 @@ class WireReader:
             return err, frame[16:]
 
     def _keepalive(self) -> None:
-        # A consumer may pause between windows; ping before the session's idle limit.
-        if time.monotonic() - self._last_send > self.settings.session_timeout_ms / 3000:
+        # A consumer may pause between windows: ping before the session's idle limit. A reader idle for
+        # longer than the session timeout has lost its session; say so, and the caller reconnects.
+        idle = time.monotonic() - self._last_send
+        if idle > self.settings.session_timeout_ms / 1000 * 0.9:
+            raise ConnectionError(f"reader idle for {idle:.0f} s: its ZooKeeper session has expired")
+        if idle > self.settings.session_timeout_ms / 3000:
             self._sock.sendall(_REQ.pack(8, _XID_PING, _OP_PING))
             self._last_send = time.monotonic()
 
