@@ -1,7 +1,9 @@
 """`python -m core sandbox ...`: seed a simulated cluster, run its controller, stop and start brokers.
 
     sandbox up --zk CONNECT [--brokers N --racks R --topics T --seed S --demo --force]
-    sandbox controller --zk CONNECT            (runs until SIGINT/SIGTERM, one line per reaction)
+    sandbox controller --zk CONNECT [--auto-leader-rebalance --leader-imbalance-check-interval S
+                       --leader-imbalance-percentage P --reassign-time-scale X --reassign-base-delay S
+                       --no-topic-deletion]   (runs until SIGINT/SIGTERM, one line per reaction)
     sandbox broker stop|start ID --zk CONNECT [--timeout S]
 
 Handlers return an exit status and raise KeelError for anything a person must fix (core.cli prints it).
@@ -49,6 +51,22 @@ def register(subparsers) -> None:
 
     ctl = sub.add_parser("controller", help="run the controller emulator until interrupted")
     add_zk_options(ctl)
+    ctl.add_argument("--auto-leader-rebalance", action="store_true",
+                     help="elect preferred leaders back on brokers above the leader imbalance threshold "
+                          "(Kafka's auto.leader.rebalance.enable; off unless given)")
+    ctl.add_argument("--leader-imbalance-check-interval", type=float, default=300.0, metavar="S",
+                     help="seconds between auto rebalance checks (leader.imbalance.check.interval.seconds, "
+                          "default 300)")
+    ctl.add_argument("--leader-imbalance-percentage", type=float, default=10.0, metavar="P",
+                     help="per-broker leader imbalance that triggers a rebalance "
+                          "(leader.imbalance.per.broker.percentage, default 10)")
+    ctl.add_argument("--reassign-time-scale", type=float, default=1.0, metavar="X",
+                     help="multiply every reassignment copy time by X (0 copies instantly; default 1)")
+    ctl.add_argument("--reassign-base-delay", type=float, default=0.2, metavar="S",
+                     help="seconds a new replica needs before copying its data (default 0.2); the copy adds "
+                          "size over follower.replication.throttled.rate when a throttle is set")
+    ctl.add_argument("--no-topic-deletion", action="store_true",
+                     help="behave as delete.topic.enable=false: deletion requests are removed, topics stay")
     ctl.set_defaults(func=cmd_controller)
 
     b = sub.add_parser("broker", help="stop or start one broker (needs a running controller emulator)")
@@ -84,10 +102,16 @@ def cmd_controller(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}", flush=True)
 
+    options = dict(delete_topic_enable=not args.no_topic_deletion,
+                   auto_leader_rebalance=args.auto_leader_rebalance,
+                   leader_imbalance_check_interval_seconds=args.leader_imbalance_check_interval,
+                   leader_imbalance_per_broker_percentage=args.leader_imbalance_percentage,
+                   reassign_base_delay=args.reassign_base_delay, time_scale=args.reassign_time_scale)
+
     done = threading.Event()
     previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with zk_session(args) as session, ControllerEmulator(session, on_reaction=say) as emulator:
+        with zk_session(args) as session, ControllerEmulator(session, on_reaction=say, **options) as emulator:
             while not done.wait(0.5):
                 if not emulator.running:
                     break

@@ -13,30 +13,50 @@ Two halves, kept apart on purpose:
   worker thread, reading states with their znode version and writing them back conditionally, each multi
   guarded by a check on /controller_epoch as Kafka's controller does. Broker "processes" are ZooKeeper
   sessions of their own: a broker dying is its session closing, exactly how a registration disappears.
+
+The /admin handlers (decisions in core.sandbox.reassign, .election and .deletion, same split):
+
+- /admin/reassign_partitions (acted on when created): U1 topic node RS = target ++ origin, adding and
+  removing replicas, leader epoch + 1; each new replica catches up after a "copy time" (base delay + size
+  over the follower throttle, scaled) and joins the ISR; then the leader moves into the target if needed,
+  the removed replicas leave the ISR, RS = target, and the partition leaves the node (deleted when empty).
+  A target broker that is down keeps its partition in progress until it comes back.
+- /admin/preferred_replica_election (acted on when created): the first replica is elected when alive and
+  in the ISR; every outcome goes to `reactions` and `last_election`; the node is deleted.
+- /admin/delete_topics/<t>: the topic's znodes, config and admin node are deleted once no reassignment of
+  it runs and every broker holding a replica is up; with delete_topic_enable=False only the admin node goes.
+- optional auto leader rebalance every leader.imbalance.check.interval.seconds.
 """
 
 from __future__ import annotations
 
 import collections
+import heapq
+import itertools
 import json
 import logging
 import queue
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Collection, Iterable, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from core import zkformat as zf
 from core.errors import (
     BusyError,
     CorruptZnodeError,
     KeelError,
+    ValidationError,
     ZkBadVersionError,
     ZkNodeExistsError,
     ZkNoNodeError,
+    ZkNotEmptyError,
     ZkOperationError,
 )
 from core.model import NO_LEADER, PartitionState
+from core.sandbox import election as el
+from core.sandbox import reassign as ra
+from core.sandbox.deletion import plan_deletion, split_requests
 from core.sandbox.seed import EMULATOR, INTENTS, BrokerIntent, decode_intent, intent_path
 from core.zk.session import Op, ZkSession
 
@@ -110,18 +130,21 @@ def after_brokers_down(replicas: Sequence[int], state: PartitionState | None, de
 
 
 def after_brokers_up(replicas: Sequence[int], state: PartitionState | None, new_brokers: Collection[int],
-                     live: Collection[int], controller_epoch: int, *, unclean: bool = False) -> PartitionState | None:
+                     live: Collection[int], controller_epoch: int, *, unclean: bool = False,
+                     catching_up: Collection[int] = ()) -> PartitionState | None:
     """`onBrokerStartup` for one partition, then the leader's ISR expansion once the broker caught up.
 
     A new partition is initialised; an offline one elects (leader epoch + 1); where the leader is alive the
     returning replicas are appended to the ISR with the leader epoch unchanged (the leader's own change).
     The returning broker leads nothing it did not have to: preferred leadership needs an election.
+    `catching_up` are replicas still copying (the adding replicas of a reassignment): they do not join yet.
     """
     if state is None:
         return initial_state(replicas, live, controller_epoch)
     new = elect_if_offline(replicas, state, live, controller_epoch, unclean=unclean)
     if new.leader in live:
-        joining = tuple(r for r in replicas if r in new_brokers and r in live and r not in new.isr)
+        joining = tuple(r for r in replicas
+                        if r in new_brokers and r in live and r not in new.isr and r not in catching_up)
         if joining:
             new = replace(new, isr=new.isr + joining, controller_epoch=controller_epoch)
     return None if new == state else new
@@ -177,6 +200,7 @@ class _Write:
 Decide = Callable[[str, int, tuple[int, ...], PartitionState | None], PartitionState | None]
 _STOP = ("", "stop")
 _CHUNK = 200  # state writes per multi
+_DELETE_CHUNK = 1000  # deletes per multi when a topic goes
 _RETRIES = 5
 
 
@@ -189,12 +213,62 @@ def _ids(ids: Iterable[int]) -> str:
     return f"broker{'' if len(ids) == 1 else 's'} {', '.join(map(str, ids))}"
 
 
+def _csv(ids: Iterable[int]) -> str:
+    return ",".join(map(str, ids))
+
+
+def _tps(keys: Sequence[tuple[str, int]], limit: int = 5) -> str:
+    shown = ", ".join(f"{t}-{p}" for t, p in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def _encode_state(s: PartitionState) -> bytes:
+    return zf.encode_partition_state(s.leader, s.leader_epoch, s.controller_epoch, s.isr, s.leader_recovery_state)
+
+
 class ControllerEmulator:
     """`with ControllerEmulator(session) as emu: ...` or start()/stop(). The session only lends its settings:
-    the emulator opens its own session (for /controller, its watches and its writes) and one per broker."""
+    the emulator opens its own session (for /controller, its watches and its writes) and one per broker.
+
+    What it did is readable while it runs: `reactions` (one line per reaction), `last_election` (the
+    outcome of every partition of the last /admin/preferred_replica_election), `last_rebalance` (brokers
+    above the imbalance threshold at the last auto rebalance check), `reassignments()` (partitions in flight) and
+    `deleting` (topics queued for deletion)."""
 
     def __init__(self, session: ZkSession, *, controller_epoch_bump: bool = True,
-                 on_reaction: Callable[[str], None] | None = None):
+                 on_reaction: Callable[[str], None] | None = None,
+                 delete_topic_enable: bool = True,
+                 auto_leader_rebalance: bool = False,
+                 leader_imbalance_check_interval_seconds: float = el.DEFAULT_CHECK_INTERVAL_SECONDS,
+                 leader_imbalance_per_broker_percentage: float = el.DEFAULT_IMBALANCE_PERCENTAGE,
+                 reassign_base_delay: float = 0.2,
+                 time_scale: float = 1.0,
+                 partition_sizes: Mapping[tuple[str, int], int] | None = None,
+                 default_partition_bytes: int = ra.DEFAULT_PARTITION_BYTES):
+        """Options mirror the broker settings the controller reads: delete.topic.enable,
+        auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds and
+        leader.imbalance.per.broker.percentage. A new replica of a reassignment catches up after
+        (reassign_base_delay + size / rate) * time_scale seconds, size from `partition_sizes` (bytes by
+        (topic, partition)) else `default_partition_bytes`, rate the follower.replication.throttled.rate
+        (and the leader's leader.replication.throttled.rate) from /config/brokers, else unthrottled."""
+        if not leader_imbalance_check_interval_seconds > 0:
+            raise ValidationError("leader_imbalance_check_interval_seconds must be positive, "
+                                  f"got {leader_imbalance_check_interval_seconds}")
+        for name, value in (("reassign_base_delay", reassign_base_delay), ("time_scale", time_scale),
+                            ("default_partition_bytes", default_partition_bytes)):
+            if not value >= 0:
+                raise ValidationError(f"{name} must be zero or more, got {value}")
+        if not 0 <= leader_imbalance_per_broker_percentage <= 100:
+            raise ValidationError("leader_imbalance_per_broker_percentage must be between 0 and 100, "
+                                  f"got {leader_imbalance_per_broker_percentage}")
+        self.delete_topic_enable = delete_topic_enable
+        self.auto_leader_rebalance = auto_leader_rebalance
+        self.rebalance_interval = float(leader_imbalance_check_interval_seconds)
+        self.imbalance_percentage = float(leader_imbalance_per_broker_percentage)
+        self.reassign_base_delay = float(reassign_base_delay)
+        self.time_scale = float(time_scale)
+        self.partition_sizes = dict(partition_sizes or {})
+        self.default_partition_bytes = int(default_partition_bytes)
         self._settings = session.settings
         self._where = str(session.target)
         self._bump = controller_epoch_bump
@@ -215,17 +289,36 @@ class ControllerEmulator:
         self._started = self._stopped = False
         self._busy = False
         self.handled = 0  # event batches processed
+        # /admin state the controller keeps in memory (Kafka's ControllerContext)
+        self.deleting: set[str] = set()                          # topics queued for deletion
+        self._deleted_replicas: dict[str, set[tuple[int, int]]] = {}  # topic -> (partition, replica) gone
+        self._waits: dict[str, str] = {}                          # topic -> last "deletion waits" line
+        self.last_election: dict[tuple[str, int], el.ElectionOutcome] = {}
+        self.last_rebalance: list[el.BrokerImbalance] = []
+        # Timers, only touched by the worker thread (and by start() before it runs): (due, seq, kind, arg).
+        self._timers: list[tuple[float, int, str, object]] = []
+        self._seq = itertools.count()
+        self._copies: dict[tuple[str, int, int], int] = {}  # (topic, partition, new replica) -> timer seq
+        # Kafka acts on /admin/reassign_partitions and /admin/preferred_replica_election when they are
+        # created (and re-checks after deleting them itself); data changes are ignored.
+        self._created = {zf.REASSIGN: False, zf.PREFERRED_ELECTION: False}
         # One callable object for every watch: ZkSession keeps one kazoo wrapper per callback.
         self._watch = self._enqueue
-        # Dispatch table, in processing order within a batch: (path, children?, handler). Later issues add
-        # REASSIGN, PREFERRED_ELECTION and DELETE_TOPICS here, and a watch on them in start().
+        # Dispatch table, in processing order within a batch: (path, children?, handler).
         self._handlers: list[tuple[str, bool, Callable[[str | None], None]]] = [
             (INTENTS, False, self._on_intent_list),
             (INTENTS, True, self._on_intent),
             (zf.TOPICS, False, self._on_topic_list),
             (zf.TOPICS, True, self._on_topic),
             (zf.BROKER_IDS, False, self._on_broker_ids),
+            (zf.REASSIGN, False, self._on_reassign_node),
+            (zf.DELETE_TOPICS, False, self._on_delete_topics),
+            (zf.PREFERRED_ELECTION, False, self._on_election_node),
         ]
+        self._timer_handlers: dict[str, Callable[[list[tuple[int, object]]], None]] = {
+            "copy": self._on_copies_done,
+            "rebalance": self._on_rebalance_timer,
+        }
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -257,6 +350,15 @@ class ControllerEmulator:
             self._say(f"controller emulator started on {self._where}: live {_ids(self.live) if self.live else 'none'}, "
                       f"controller {self.controller_id}, epoch {self.epoch}, "
                       f"{len(self.assignments)} topics, {_plural(len(changes), 'partition state')} updated")
+            # onControllerFailover: pending reassignments (the /admin node, then the ones recorded in topic
+            # nodes), topic deletions, pending preferred elections, then the auto rebalance schedule.
+            handled: set[tuple[str, int]] = set()
+            self._call(zf.REASSIGN, lambda: handled.update(self._on_reassign_node(None, initial=True) or ()))
+            self._call("resuming reassignments", lambda: self._resume_reassignments(skip=handled))
+            self._call(zf.DELETE_TOPICS, self._on_delete_topics, None)
+            self._call(zf.PREFERRED_ELECTION, lambda: self._on_election_node(None, initial=True))
+            if self.auto_leader_rebalance:
+                self._schedule(min(5.0, self.rebalance_interval), "rebalance", None)
             self._publish()
         except BaseException:
             self._close_sessions()
@@ -322,8 +424,11 @@ class ControllerEmulator:
     # --- events ----------------------------------------------------------------------------
 
     def _enqueue(self, path: str, kind: str) -> None:
-        if kind != "none":  # session events come through on_state_change
-            self._queue.put((path, kind))
+        if kind == "none":  # session events come through on_state_change
+            return
+        if kind == "created" and path in self._created:
+            self._created[path] = True  # before the put: the worker must see it with the event
+        self._queue.put((path, kind))
 
     def _on_session_state(self, state: str) -> None:
         if state == "lost" and not self._stopped:  # closing our own session in stop() reports "lost" too
@@ -339,7 +444,10 @@ class ControllerEmulator:
 
     def _run(self) -> None:
         while True:
-            batch = [self._queue.get()]
+            try:
+                batch = [self._queue.get(timeout=self._timer_timeout())]
+            except queue.Empty:
+                batch = []
             while True:
                 try:
                     batch.append(self._queue.get_nowait())
@@ -347,26 +455,58 @@ class ControllerEmulator:
                     break
             if _STOP in batch or self._stopped:
                 return
+            due = self._due_timers()
+            if not batch and not due:
+                continue
             self._busy = True
             try:
                 jobs = sorted({r for r in map(self._route, (p for p, _ in batch)) if r is not None},
                               key=lambda r: (r[0], r[1] or ""))
-                for i, arg in jobs:
+                calls: list[tuple[str, Callable, tuple]] = [
+                    (self._handlers[i][0] + ("/" + arg if arg else ""), self._handlers[i][2], (arg,)) for i, arg in jobs]
+                calls += [(f"timer {kind}", self._timer_handlers[kind], (items,)) for kind, items in due.items()]
+                for label, fn, args in calls:
                     try:
-                        self._handlers[i][2](arg)
+                        self._call(label, fn, *args)
                     except ControllerMovedError as e:
                         self.failed = str(e)
                         self._say(f"resigning: {e}")
                         return
-                    except KeelError as e:
-                        self._say(f"error handling {self._handlers[i][0]}{'/' + arg if arg else ''}: {e}")
-                    except Exception as e:  # the emulator must outlive one bad event
-                        log.exception("handler failed")
-                        self._say(f"error handling {self._handlers[i][0]}: {type(e).__name__}: {e}")
-                self.handled += 1
+                if batch:
+                    self.handled += 1
                 self._publish()
             finally:
                 self._busy = False
+
+    def _call(self, label: str, fn: Callable, *args) -> None:
+        """Run one handler; the emulator must outlive one bad event (ControllerMovedError ends it)."""
+        try:
+            fn(*args)
+        except ControllerMovedError:
+            raise
+        except KeelError as e:
+            self._say(f"error handling {label}: {e}")
+        except Exception as e:
+            log.exception("handler failed")
+            self._say(f"error handling {label}: {type(e).__name__}: {e}")
+
+    # --- timers (worker thread only) -------------------------------------------------------------
+
+    def _schedule(self, delay: float, kind: str, arg: object) -> int:
+        seq = next(self._seq)
+        heapq.heappush(self._timers, (time.monotonic() + max(0.0, delay), seq, kind, arg))
+        return seq
+
+    def _timer_timeout(self) -> float | None:
+        return None if not self._timers else max(0.0, self._timers[0][0] - time.monotonic())
+
+    def _due_timers(self) -> dict[str, list[tuple[int, object]]]:
+        now = time.monotonic()
+        due: dict[str, list[tuple[int, object]]] = {}
+        while self._timers and self._timers[0][0] <= now:
+            _, seq, kind, arg = heapq.heappop(self._timers)
+            due.setdefault(kind, []).append((seq, arg))
+        return due
 
     def _say(self, line: str) -> None:
         log.info(line)
@@ -516,9 +656,16 @@ class ControllerEmulator:
             self._brokers_down(set(dead), self.live - bounced)
         if new:
             self._brokers_up(set(new))
+            self._resume_reassignments(new_brokers=set(new))
+            if self.deleting:
+                self._resume_deletions()
 
     def _brokers_down(self, dead: set[int], live: set[int]) -> None:
-        keys = [(t, p) for t, a in self.assignments.items() for p, r in a.partitions.items() if not dead.isdisjoint(r)]
+        # Topics queued for deletion take no part in elections (their replicas fail deletion instead).
+        keys = [(t, p) for t, a in self.assignments.items() if t not in self.deleting
+                for p, r in a.partitions.items() if not dead.isdisjoint(r)]
+        for key in [k for k in self._copies if k[2] in dead]:
+            del self._copies[key]  # a new replica that dies stops copying; it starts over when it returns
         changes = self._update(keys, self._decider(
             lambda r, s, unclean: after_brokers_down(r, s, dead, live, self.epoch, unclean=unclean), live))
         moved = sum(1 for c in changes if c.old and c.old.leader in dead and c.new.leader in live)
@@ -528,10 +675,13 @@ class ControllerEmulator:
                   f"left {_plural(left, 'ISR')}")
 
     def _brokers_up(self, new: set[int]) -> None:
-        keys = [(t, p) for t, a in self.assignments.items() for p, r in a.partitions.items() if not new.isdisjoint(r)]
+        keys = [(t, p) for t, a in self.assignments.items() if t not in self.deleting
+                for p, r in a.partitions.items() if not new.isdisjoint(r)]
         live = set(self.live)
-        changes = self._update(keys, self._decider(
-            lambda r, s, unclean: after_brokers_up(r, s, new, live, self.epoch, unclean=unclean)))
+        adding = {(t, p): a.adding_replicas.get(p, ()) for t, a in self.assignments.items() for p in ra.in_progress(a)}
+        changes = self._update(keys, self._keyed_decider(
+            lambda t, p, r, s, unclean: after_brokers_up(r, s, new, live, self.epoch, unclean=unclean,
+                                                         catching_up=adding.get((t, p), ()))))
         joined = sum(1 for c in changes if c.old for b in new if b not in c.old.isr and b in c.new.isr)
         elected = sum(1 for c in changes if c.old and c.old.leader not in live and c.new.leader in live)
         created = sum(1 for c in changes if c.old is None)
@@ -572,7 +722,9 @@ class ControllerEmulator:
         before = set(self.assignments[name].partitions) if name in self.assignments else set()
         if name in self._read_topics([name]):
             added = sorted(set(self.assignments[name].partitions) - before)
-            if added:
+            if added and name in self.deleting:  # processPartitionModifications skips them
+                self._say(f"skipping new partitions {', '.join(map(str, added))} of {name}: the topic is being deleted")
+            elif added:
                 self._init_partitions(name, added, "new topic" if not before else "new partitions in")
 
     def _init_partitions(self, topic: str, partitions: Sequence[int], what: str) -> None:
@@ -588,6 +740,468 @@ class ControllerEmulator:
 
     def _all_keys(self) -> list[tuple[str, int]]:
         return [(t, p) for t, a in self.assignments.items() for p in a.partitions]
+
+    # --- /admin/reassign_partitions ----------------------------------------------------------------
+
+    def reassignments(self) -> dict[tuple[str, int], ra.ReplicaAssignment]:
+        """Partitions being reassigned (adding or removing replicas), as last read or written."""
+        return {(t, p): ra.ReplicaAssignment.of(a, p) for t, a in sorted(self.assignments.items())
+                for p in ra.in_progress(a)}
+
+    def _act_on(self, path: str, initial: bool) -> bool:
+        """Re-arm the exists-watch on an /admin node; True when it exists and was created since we last
+        looked (or we deleted it ourselves and must look again, or the controller is starting)."""
+        created, self._created[path] = self._created[path], False
+        return self._zk.exists(path, watch=self._watch) and (created or initial)
+
+    def _multi(self, ops: list[Op]) -> None:
+        """One atomic multi guarded by /controller_epoch, as every write of Kafka's controller is."""
+        try:
+            self._zk.multi([Op("check", zf.CONTROLLER_EPOCH, version=self._epoch_version)] + ops)
+        except ZkOperationError as e:
+            self._epoch_guard(e)
+            raise
+
+    def _on_reassign_node(self, _arg: str | None, *, initial: bool = False) -> set[tuple[str, int]]:
+        """processZkPartitionReassignment: start every partition of a new /admin/reassign_partitions."""
+        if not self._act_on(zf.REASSIGN, initial):
+            return set()
+        node = self._zk.get(zf.REASSIGN)
+        if not node.exists:
+            return set()
+        try:
+            requested = ra.latest_entries(zf.decode_reassignment(node.data))
+        except CorruptZnodeError as e:
+            self._say(f"ignoring {zf.REASSIGN}: {e.reason}")
+            return set()
+        failed: dict[tuple[str, int], str] = {}
+        by_topic: dict[str, dict[int, tuple[int, ...]]] = {}
+        for (t, p), target in sorted(requested.items()):
+            why = ra.invalid_target(target)
+            if why is None and t in self.deleting:
+                why = el.TOPIC_BEING_DELETED
+            if why is None and (t not in self.assignments or p not in self.assignments[t].partitions):
+                why = el.UNKNOWN_PARTITION
+            if why:
+                failed[(t, p)] = why
+            else:
+                by_topic.setdefault(t, {})[p] = target
+        steps: dict[tuple[str, int], ra.Step] = {}
+        for t, targets in sorted(by_topic.items()):
+            for p, outcome in self._reassign_topic(t, targets).items():
+                if isinstance(outcome, ra.Step):
+                    steps[(t, p)] = outcome
+                else:
+                    failed[(t, p)] = outcome
+        self._say(self._describe_start(len(requested), steps, failed))
+        self._after_steps(steps, failed)
+        return set(requested)
+
+    def _reassign_topic(self, topic: str, requests: Mapping[int, Sequence[int] | None], *,
+                        only_if_complete: bool = False) -> dict[int, "ra.Step | str"]:
+        """onPartitionReassignment for partitions of one topic, from fresh reads, in one multi: the topic
+        node (version-checked) and the partition states (version-checked). A request of None resumes the
+        partition's ongoing reassignment; with only_if_complete, only partitions whose target replicas are
+        all in the ISR are acted on (maybeCompleteReassignment). Failures come back as reasons."""
+        for _ in range(_RETRIES):
+            tnode = self._zk.get(zf.topic_path(topic))
+            if not tnode.exists:
+                return {p: el.UNKNOWN_PARTITION for p in requests}
+            current_topic = zf.decode_topic(topic, tnode.data)
+            self.assignments[topic] = current_topic
+            keys = sorted(requests)
+            snodes = dict(zip(keys, self._zk.get_many([zf.state_path(topic, p) for p in keys])))
+            live = set(self.live)
+            out: dict[int, ra.Step | str] = {}
+            new_topic = current_topic
+            ops: list[Op] = []
+            for p in keys:
+                if p not in current_topic.partitions:
+                    out[p] = el.UNKNOWN_PARTITION
+                    continue
+                snode = snodes[p]
+                try:
+                    state = zf.decode_partition_state(snode.data, snode.path) if snode.exists else None
+                except CorruptZnodeError as e:
+                    out[p] = f"unreadable state ({e.reason})"
+                    continue
+                current = ra.ReplicaAssignment.of(current_topic, p)
+                if only_if_complete and not (current.being_reassigned and ra.is_complete(current, state)):
+                    continue
+                if state is None:
+                    out[p] = el.NO_STATE  # Kafka: "Cannot update leader epoch ... leaderAndIsr path is empty"
+                    continue
+                target = requests[p]
+                new = current if target is None else current.reassign_to(target)
+                step = ra.on_partition_reassignment(current, new, state, live, self.epoch)
+                out[p] = step
+                new_topic = ra.with_partition(new_topic, p, step.assignment)
+                if step.state != state:
+                    ops.append(Op("set", snode.path, _encode_state(step.state), version=snode.version))
+            if new_topic != current_topic:
+                ops.insert(0, Op("set", zf.topic_path(topic), ra.encode_topic_node(new_topic), version=tnode.version))
+            if not ops:
+                return out
+            try:
+                self._multi(ops)
+            except (ZkBadVersionError, ZkNoNodeError):
+                continue  # the topic or a state changed under us: read again
+            self.assignments[topic] = new_topic
+            return out
+        raise KeelError(f"gave up reassigning partitions of {topic}: its znodes kept changing under us")
+
+    def _after_steps(self, steps: Mapping[tuple[str, int], ra.Step],
+                     failed: Mapping[tuple[str, int], str] | None = None) -> None:
+        """B7 (completed and failed partitions leave the /admin node), A2 (new replicas start copying),
+        and deletions waiting for these reassignments resume."""
+        completed = {k: s.assignment.replicas for k, s in steps.items() if s.complete}
+        if failed or completed:
+            self._prune_reassign_node(set(failed or ()), completed)
+        rates: dict[tuple[int, int], int | None] = {}
+        for (t, p), step in sorted(steps.items()):
+            for r in step.superseded:
+                self._copies.pop((t, p, r), None)
+            if not step.complete:
+                self._start_copies(t, p, step.assignment, step.state, rates)
+        if self.deleting & {t for t, _ in completed}:
+            self._resume_deletions()
+
+    def _prune_reassign_node(self, failed: set[tuple[str, int]], completed: Mapping[tuple[str, int], Sequence[int]]) -> None:
+        """maybeRemoveFromZkReassignment: rewrite the node without them (version-checked), delete it when empty."""
+        for _ in range(_RETRIES):
+            node = self._zk.get(zf.REASSIGN)
+            if not node.exists:
+                return
+            try:
+                entries = zf.decode_reassignment(node.data)
+            except CorruptZnodeError:
+                return
+            kept = ra.prune_entries(ra.latest_entries(entries), failed=failed, completed=completed)
+            if len(kept) == len(entries):
+                return
+            try:
+                if kept:
+                    self._multi([Op("set", zf.REASSIGN, ra.encode_entries(kept), version=node.version)])
+                else:
+                    self._multi([Op("delete", zf.REASSIGN, version=node.version)])
+                    self._created[zf.REASSIGN] = True  # as Kafka does: look again for a new request
+                    self._say(f"{zf.REASSIGN} deleted: every partition in it is done")
+                return
+            except (ZkBadVersionError, ZkNoNodeError):
+                continue
+        self._say(f"gave up updating {zf.REASSIGN}: it kept changing under us")
+
+    def _start_copies(self, topic: str, partition: int, assignment: ra.ReplicaAssignment,
+                      state: PartitionState | None, rates: dict[tuple[int, int], int | None]) -> None:
+        """A2: each live new replica fetches from a live leader; it joins the ISR after its copy time."""
+        if state is None or state.leader not in self.live:
+            return  # resumes once the partition has a live leader again
+        for r in assignment.adding:
+            key = (topic, partition, r)
+            if r in state.isr or r not in self.live or key in self._copies:
+                continue
+            if (r, state.leader) not in rates:
+                rates[(r, state.leader)] = self._throttle(r, state.leader)
+            size = self.partition_sizes.get((topic, partition), self.default_partition_bytes)
+            delay = ra.copy_seconds(size, rates[(r, state.leader)], base_delay=self.reassign_base_delay,
+                                    time_scale=self.time_scale)
+            self._copies[key] = self._schedule(delay, "copy", key)
+
+    def _throttle(self, follower: int, leader: int) -> int | None:
+        """follower.replication.throttled.rate of the new replica's broker and leader.replication.throttled.rate
+        of the leader's, each falling back to the cluster default (/config/brokers/<default>)."""
+        paths = [zf.broker_config_path(zf.BROKER_DEFAULT_ENTITY), zf.broker_config_path(follower),
+                 zf.broker_config_path(leader)]
+        configs = []
+        for node in self._zk.get_many(paths):
+            try:
+                configs.append(zf.decode_config(node.data, node.path) if node.exists else {})
+            except CorruptZnodeError:
+                configs.append({})
+        default, follower_config, leader_config = configs
+        return ra.throttle_rate({**default, **follower_config}, {**default, **leader_config})
+
+    def _on_copies_done(self, items: list[tuple[int, object]]) -> None:
+        """New replicas caught up: their leaders add them to the ISR; complete what can be completed."""
+        joined: dict[str, dict[int, list[int]]] = {}
+        for seq, key in items:
+            if self._copies.get(key) != seq:
+                continue  # cancelled or superseded
+            del self._copies[key]
+            t, p, r = key
+            a = self.assignments.get(t)
+            if a is None or r not in a.adding_replicas.get(p, ()) or r not in self.live:
+                continue
+            joined.setdefault(t, {}).setdefault(p, []).append(r)
+        for t, parts in sorted(joined.items()):
+            live = set(self.live)
+
+            def join(_t: str, p: int, _r: tuple[int, ...], s: PartitionState | None, parts=parts, live=live):
+                if s is None or s.leader not in live:
+                    return None
+                for r in parts[p]:
+                    s = ra.join_isr(s, r)
+                return s
+
+            self._update([(t, p) for p in parts], join)
+            self._complete_reassignments(t, sorted(parts))
+
+    def _complete_reassignments(self, topic: str, partitions: Sequence[int]) -> None:
+        outcomes = self._reassign_topic(topic, {p: None for p in partitions}, only_if_complete=True)
+        steps = {(topic, p): s for p, s in outcomes.items() if isinstance(s, ra.Step)}
+        if steps:
+            shown = "; ".join(f"{t}-{p} -> {_csv(s.assignment.replicas)} (leader {s.state.leader}, ISR {_csv(s.state.isr)})"
+                              for (t, p), s in sorted(steps.items())[:5])
+            more = f"; and {len(steps) - 5} more" if len(steps) > 5 else ""
+            self._say(f"reassignment completed for {_plural(len(steps), 'partition')}: {shown}{more}")
+            self._after_steps(steps)
+
+    def _resume_reassignments(self, *, new_brokers: set[int] | None = None,
+                              skip: Collection[tuple[str, int]] = ()) -> None:
+        """maybeResumeReassignments: every ongoing reassignment at failover, or those whose target holds a
+        broker that just started (leader epoch + 1, or completion); then every new replica that can fetch
+        again (its broker and its partition's leader alive) restarts copying."""
+        resume: dict[str, dict[int, None]] = {}
+        for (t, p), assignment in self.reassignments().items():
+            if (t, p) not in skip and (new_brokers is None or not new_brokers.isdisjoint(assignment.target)):
+                resume.setdefault(t, {})[p] = None
+        steps: dict[tuple[str, int], ra.Step] = {}
+        for t, parts in sorted(resume.items()):
+            for p, outcome in self._reassign_topic(t, parts).items():
+                if isinstance(outcome, ra.Step):
+                    steps[(t, p)] = outcome
+        if steps:
+            done = sum(1 for s in steps.values() if s.complete)
+            why = "controller failover" if new_brokers is None else f"{_ids(new_brokers & {r for s in steps.values() for r in s.assignment.replicas})} up"
+            self._say(f"reassignment resumed for {_plural(len(steps), 'partition')} ({why})"
+                      + (f", {done} completed" if done else ""))
+        self._after_steps(steps)
+        self._restart_copies()
+
+    def _restart_copies(self) -> None:
+        pending = self.reassignments()
+        waiting = [k for k, a in pending.items() if any((k[0], k[1], r) not in self._copies for r in a.adding)]
+        if not waiting:
+            return
+        rates: dict[tuple[int, int], int | None] = {}
+        for (t, p), node in zip(waiting, self._zk.get_many([zf.state_path(t, p) for t, p in waiting])):
+            try:
+                state = zf.decode_partition_state(node.data, node.path) if node.exists else None
+            except CorruptZnodeError:
+                continue
+            self._start_copies(t, p, pending[(t, p)], state, rates)
+
+    def _describe_start(self, requested: int, steps: Mapping[tuple[str, int], ra.Step],
+                        failed: Mapping[tuple[str, int], str]) -> str:
+        started = sorted(k for k, s in steps.items() if not s.complete)
+        done = sorted(k for k, s in steps.items() if s.complete)
+        parts = []
+        if started:
+            text = f"{len(started)} started ({_tps(started)})"
+            adding = sorted({r for k in started for r in steps[k].assignment.adding})
+            if adding:
+                text += f", new replicas on {_ids(adding)}"
+            down = sorted({r for k in started for r in steps[k].assignment.target if r not in self.live})
+            if down:
+                text += f", waiting for {_ids(down)} (down)"
+            parts.append(text)
+        if done:
+            parts.append(f"{len(done)} completed at once ({_tps(done)})")
+        if failed:
+            reasons: dict[str, list[tuple[str, int]]] = {}
+            for k, why in sorted(failed.items()):
+                reasons.setdefault(why, []).append(k)
+            parts.append(f"{len(failed)} removed from the node ("
+                         + "; ".join(f"{why}: {_tps(keys)}" for why, keys in sorted(reasons.items())) + ")")
+        return f"reassignment of {_plural(requested, 'partition')} requested: " + ("; ".join(parts) or "nothing to do")
+
+    # --- /admin/preferred_replica_election and auto leader rebalance -------------------------------
+
+    def _on_election_node(self, _arg: str | None, *, initial: bool = False) -> None:
+        """processReplicaLeaderElection (ZkTriggered): elect, record every outcome, delete the node."""
+        if not self._act_on(zf.PREFERRED_ELECTION, initial):
+            return
+        node = self._zk.get(zf.PREFERRED_ELECTION)
+        if not node.exists:
+            return
+        try:
+            keys = sorted(set(zf.decode_preferred_election(node.data)))
+        except CorruptZnodeError as e:  # Kafka fails the event and leaves the node: so do we
+            self._say(f"ignoring {zf.PREFERRED_ELECTION}: {e.reason}")
+            return
+        outcomes = self._elect_preferred(keys)
+        self.last_election = outcomes
+        self._say(el.summarize(outcomes.values()))
+        self._delete_admin_node(zf.PREFERRED_ELECTION, node.version)
+
+    def _delete_admin_node(self, path: str, version: int) -> None:
+        for _ in range(_RETRIES):
+            try:
+                self._multi([Op("delete", path, version=version)])
+                self._created[path] = True  # as Kafka does: look again for a new request
+                return
+            except ZkNoNodeError:
+                return
+            except ZkBadVersionError:  # rewritten meanwhile: Kafka deletes it whatever it holds
+                node = self._zk.get(path)
+                if not node.exists:
+                    return
+                version = node.version
+        self._say(f"gave up deleting {path}: it kept changing under us")
+
+    def _elect_preferred(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], el.ElectionOutcome]:
+        outcomes: dict[tuple[str, int], el.ElectionOutcome] = {}
+        electable = []
+        for t, p in keys:
+            a = self.assignments.get(t)
+            if a is None or p not in a.partitions:
+                outcomes[(t, p)] = el.ElectionOutcome(t, p, False, None, el.UNKNOWN_PARTITION)
+            elif t in self.deleting:
+                outcomes[(t, p)] = el.ElectionOutcome(t, p, False, None, el.TOPIC_BEING_DELETED)
+            else:
+                electable.append((t, p))
+        live = set(self.live)
+        decided: dict[tuple[str, int], el.ElectionOutcome] = {}
+
+        def decide(t: str, p: int, replicas: tuple[int, ...], state: PartitionState | None):
+            new, reason = el.elect_preferred(replicas, state, live, self.epoch)
+            after = new or state
+            decided[(t, p)] = el.ElectionOutcome(t, p, new is not None, after.leader if after else None, reason)
+            return new
+
+        written = {(c.topic, c.partition) for c in self._update(electable, decide)}
+        for key in electable:
+            outcome = decided.get(key) or el.ElectionOutcome(*key, False, None, el.NO_STATE)
+            if outcome.elected and key not in written:
+                outcome = replace(outcome, elected=False, leader=None, reason="its state kept changing")
+            outcomes[key] = outcome
+        return outcomes
+
+    def _on_rebalance_timer(self, _items: list[tuple[int, object]]) -> None:
+        try:
+            self._check_leader_balance()
+        finally:
+            if not self._stopped:
+                self._schedule(self.rebalance_interval, "rebalance", None)
+
+    def _check_leader_balance(self) -> None:
+        """checkAndTriggerAutoLeaderRebalance."""
+        keys = sorted((t, p) for t, a in self.assignments.items() if t not in self.deleting for p in a.partitions)
+        states: dict[tuple[str, int], PartitionState | None] = {}
+        for key, node in zip(keys, self._zk.get_many([zf.state_path(t, p) for t, p in keys])):
+            try:
+                states[key] = zf.decode_partition_state(node.data, node.path) if node.exists else None
+            except CorruptZnodeError:
+                states[key] = None
+        assignments = {(t, p): tuple(self.assignments[t].partitions[p]) for t, p in keys}
+        reassigning = any(ra.in_progress(a) for a in self.assignments.values())
+        imbalanced = el.auto_rebalance(assignments, states, self.live, threshold_percent=self.imbalance_percentage,
+                                       reassigning=reassigning)
+        self.last_rebalance = imbalanced
+        candidates = [k for b in imbalanced for k in b.candidates]
+        if not candidates:
+            return
+        outcomes = self._elect_preferred(candidates)
+        above = ", ".join(f"broker {b.broker} {b.ratio:.0%}" for b in imbalanced if b.candidates)
+        self._say(el.summarize(outcomes.values(), what=f"auto leader rebalance (leader imbalance above "
+                                                       f"{self.imbalance_percentage:g}%: {above})"))
+
+    # --- /admin/delete_topics ------------------------------------------------------------------------
+
+    def _on_delete_topics(self, _arg: str | None) -> None:
+        """processTopicDeletion."""
+        names = self._zk.children(zf.DELETE_TOPICS, watch=self._watch)
+        if names is None:  # no /admin/delete_topics yet: be told when it appears
+            self._zk.exists(zf.DELETE_TOPICS, watch=self._watch)
+            return
+        drop, queued = split_requests(names, self.assignments.keys(), enabled=self.delete_topic_enable)
+        if drop:
+            self._delete_deletion_nodes(drop)
+            nodes = ", ".join(zf.delete_topic_path(t) for t in drop)
+            if self.delete_topic_enable:
+                self._say(f"ignoring deletion of non-existing topic{'' if len(drop) == 1 else 's'} "
+                          f"{', '.join(drop)}: removed {nodes}")
+            else:
+                self._say(f"topic deletion is disabled (delete.topic.enable=false): removed {nodes}; "
+                          f"the topic{'' if len(drop) == 1 else 's'} stay{'s' if len(drop) == 1 else ''}")
+        new = [t for t in queued if t not in self.deleting]
+        if new:
+            self.deleting.update(new)
+            self._say(f"topic{'' if len(new) == 1 else 's'} queued for deletion: {', '.join(new)}")
+        if self.deleting:
+            self._resume_deletions()
+
+    def _delete_deletion_nodes(self, topics: Sequence[str]) -> None:
+        try:
+            self._multi([Op("delete", zf.delete_topic_path(t)) for t in topics])
+        except ZkNoNodeError:  # some went meanwhile: the others one by one
+            for t in topics:
+                try:
+                    self._multi([Op("delete", zf.delete_topic_path(t))])
+                except ZkNoNodeError:
+                    pass
+
+    def _resume_deletions(self) -> None:
+        """resumeDeletions: start, continue or finish the deletion of every queued topic that can go."""
+        for t in sorted(self.deleting):
+            a = self.assignments.get(t)
+            if a is None:  # gone by other hands
+                self._forget_deletion(t)
+                if self._zk.exists(zf.delete_topic_path(t)):
+                    self._delete_deletion_nodes([t])
+                continue
+            plan = plan_deletion(t, a, self.live, self._deleted_replicas.get(t, ()))
+            if plan.waiting_for:
+                self._wait(t, f"deletion of {t} waits: {plan.waiting_for}")
+                continue
+            if plan.to_stop:  # OfflineReplica: out of the ISR, then StopReplica(delete) succeeds at once
+                stop = plan.to_stop
+                self._update([(t, p) for p in stop], lambda _t, p, _r, s: (
+                    ra.stop_replicas(s, stop[p], self.epoch) if s is not None else None))
+                self._deleted_replicas.setdefault(t, set()).update((p, r) for p, rs in stop.items() for r in rs)
+            if plan.dead_brokers:
+                self._wait(t, f"deletion of {t} waits for {_ids(plan.dead_brokers)} to come back (offline replicas)")
+                continue
+            self._delete_topic_znodes(t, a)
+
+    def _wait(self, topic: str, line: str) -> None:
+        if self._waits.get(topic) != line:
+            self._waits[topic] = line
+            self._say(line)
+
+    def _forget_deletion(self, topic: str) -> None:
+        self.deleting.discard(topic)
+        self._deleted_replicas.pop(topic, None)
+        self._waits.pop(topic, None)
+
+    def _delete_topic_znodes(self, topic: str, assignment: zf.TopicAssignment) -> None:
+        """completeDeleteTopic: /brokers/topics/<t> and everything below it, /config/topics/<t>, then
+        /admin/delete_topics/<t>, deepest first, in multis guarded by /controller_epoch."""
+        root = zf.topic_path(topic)
+        tails = [zf.topic_config_path(topic), zf.delete_topic_path(topic)]
+        for _ in range(_RETRIES):
+            tree: list[list[str]] = []
+            level = [root]
+            while level:
+                kids = self._zk.children_many(level)
+                level = [p for p in level if kids[p] is not None]
+                tree.append(level)
+                level = [f"{p}/{c}" for p in level for c in sorted(kids[p])]
+            paths = [p for lvl in reversed(tree) for p in lvl]
+            paths += [p for p, node in zip(tails, self._zk.get_many(tails)) if node.exists]
+            ops = [Op("delete", p) for p in paths]
+            try:
+                for i in range(0, len(ops), _DELETE_CHUNK):
+                    self._multi(ops[i:i + _DELETE_CHUNK])
+                break
+            except (ZkNotEmptyError, ZkNoNodeError):
+                continue  # something was added or removed meanwhile: list again
+        else:
+            raise KeelError(f"gave up deleting topic {topic}: its znodes kept changing under us")
+        self.assignments.pop(topic, None)
+        self._forget_deletion(topic)
+        self._say(f"topic {topic} deleted: {root} with its {_plural(len(assignment.partitions), 'partition')} "
+                  f"({len(paths)} znodes in all), /config/topics/{topic} and /admin/delete_topics/{topic} removed")
 
     # --- state writes ------------------------------------------------------------------------
 
@@ -606,13 +1220,18 @@ class ControllerEmulator:
     def _decider(self, fn: Callable[[tuple[int, ...], PartitionState | None, bool], PartitionState | None],
                  live: Collection[int] | None = None) -> Decide:
         """Decide cleanly; read the topic's unclean setting only when a clean election found nobody."""
-        def decide(topic: str, _p: int, replicas: tuple[int, ...], state: PartitionState | None):
+        return self._keyed_decider(lambda _t, _p, r, s, unclean: fn(r, s, unclean), live)
+
+    def _keyed_decider(self, fn: Callable[[str, int, tuple[int, ...], PartitionState | None, bool],
+                                          PartitionState | None],
+                       live: Collection[int] | None = None) -> Decide:
+        def decide(topic: str, p: int, replicas: tuple[int, ...], state: PartitionState | None):
             alive = self.live if live is None else live
-            new = fn(replicas, state, False)
+            new = fn(topic, p, replicas, state, False)
             result = new or state
             if (result is not None and result.leader not in alive and any(r in alive for r in replicas)
                     and self._unclean(topic)):
-                new = fn(replicas, state, True)
+                new = fn(topic, p, replicas, state, True)
             return new
         return decide
 
