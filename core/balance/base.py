@@ -1,0 +1,206 @@
+"""The planner interface: `plan(snapshot, request) -> PlanResult`, the request, the result, and the shared input
+resolution every strategy goes through (which partitions, which brokers, racks, replication factors, sizes).
+
+Choices (documented because an SRE will ask):
+* topics None: every topic, internal ones included (`__consumer_offsets` holds replicas like any other), except
+  topics queued for deletion. `kafka-generate` refuses None, as `--generate` needs --topics-to-move-json-file.
+* target brokers None: every alive (registered) broker. Listed brokers that are not registered are left out
+  with a warning, as Kafka's `getBrokerMetadatas` silently filters them.
+* balance is measured over the partitions in scope: a topic subset is balanced on its own.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Protocol
+
+from core.assignment import RackAwareMode, brokers_for_mode
+from core.balance.metrics import MetricsReport, lower_bound, replica_means, report
+from core.balance.waves import split_waves
+from core.errors import PlanError
+from core.model import ClusterSnapshot
+from core.plans import format_reassignment
+
+TopicPartition = tuple[str, int]
+Assignment = dict[TopicPartition, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    topics: tuple[str, ...] | None = None
+    target_brokers: tuple[int, ...] | None = None
+    drain_brokers: tuple[int, ...] = ()  # every replica leaves them; they are not targets
+    replication_factor: int | Mapping[str, int] | None = None  # an int for every topic, or topic -> RF
+    partition_sizes: Mapping[TopicPartition, int] | None = None  # bytes, see sizes.parse_log_dirs
+    max_moves: int | None = None
+    seed: int = 0
+    rack_aware: bool = True
+    per_topic_spread: bool = False
+    wave_partitions: int | None = None  # set either wave limit to get waves
+    wave_broker_moves: int | None = None
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    strategy: str
+    proposed: Assignment  # the partitions that change, sorted by topic then partition
+    target: Assignment  # every partition in scope, after the plan
+    rollback: Assignment  # the current replicas of the partitions that change
+    report: MetricsReport
+    waves: tuple[tuple[TopicPartition, ...], ...] | None
+    warnings: tuple[str, ...]
+
+    def reassignment_json(self) -> str:
+        return format_reassignment(self.proposed)
+
+    def rollback_json(self) -> str:
+        return format_reassignment(self.rollback)
+
+
+class Planner(Protocol):
+    def __call__(self, snapshot: ClusterSnapshot, request: PlanRequest) -> PlanResult: ...
+
+
+@dataclass
+class Scope:
+    """The resolved inputs, as aligned lists (one entry per partition, sorted by topic then partition)."""
+
+    keys: list[TopicPartition]
+    current: list[tuple[int, ...]]
+    new_rf: list[int]
+    topic_of: list[int]
+    topics: list[str]
+    sizes: list[int] | None
+    targets: tuple[int, ...]  # sorted broker ids
+    rack_of: dict[int, str | None]  # every broker id seen; all None when planning without racks
+    warnings: list[str] = field(default_factory=list)
+
+
+def resolve(snapshot: ClusterSnapshot, request: PlanRequest, *, topics_required: bool = False) -> Scope:
+    if request.max_moves is not None and request.max_moves < 0:
+        raise PlanError(f"the move budget must be 0 or more, got {request.max_moves}")
+    warnings: list[str] = []
+    names = _topics(snapshot, request, topics_required, warnings)
+    targets = _targets(snapshot, request, warnings)
+    rack_of = _racks(snapshot, targets, request.rack_aware)
+    keys, current, topic_of = [], [], []
+    for t, name in enumerate(names):
+        for p in sorted(snapshot.topic_by_name[name].partitions, key=lambda p: p.partition):
+            keys.append((name, p.partition))
+            current.append(p.replicas)
+            topic_of.append(t)
+    for replicas in current:
+        for b in replicas:
+            rack_of.setdefault(b, None)
+    new_rf = _replication_factors(request, names, topic_of, current, len(targets))
+    sizes = None
+    if request.partition_sizes is not None:
+        sizes = [request.partition_sizes.get(k, 0) for k in keys]
+        unknown = sum(1 for k in keys if k not in request.partition_sizes)
+        if unknown:
+            warnings.append(f"no size for {unknown} of {len(keys)} partitions; they count as 0 bytes")
+    if snapshot.in_progress.reassignment:
+        warnings.append(f"a reassignment of {len(snapshot.in_progress.reassignment)} partition(s) is in progress: "
+                        "their replica lists include the replicas being added, and Kafka accepts a new "
+                        "reassignment only after it completes")
+    return Scope(keys, current, new_rf, topic_of, names, sizes, targets, rack_of, warnings)
+
+
+def finish(scope: Scope, after: list[tuple[int, ...]], strategy: str, request: PlanRequest,
+           warnings: list[str], moves_without_topic_spread: int | None = None) -> PlanResult:
+    """Score `after` against the scope and package it."""
+    rf_counts: dict[int, int] = {}
+    for replicas in after:
+        rf_counts[len(replicas)] = rf_counts.get(len(replicas), 0) + 1
+    means = replica_means(rf_counts, scope.targets, scope.rack_of)
+    bound = lower_bound(scope.current, [len(r) for r in after], means, scope.rack_of)
+    metrics = report(scope.current, after, scope.topic_of, scope.topics, scope.targets, scope.rack_of,
+                     scope.sizes, means, bound)
+    if moves_without_topic_spread is not None:
+        metrics = replace(metrics, moves_without_topic_spread=moves_without_topic_spread)
+    proposed = {k: new for k, old, new in zip(scope.keys, scope.current, after) if old != new}
+    rollback = {k: old for k, old, new in zip(scope.keys, scope.current, after) if old != new}
+    waves = None
+    if request.wave_partitions is not None or request.wave_broker_moves is not None:
+        unlimited = max(1, len(proposed))
+        waves = split_waves(rollback, proposed,
+                            unlimited if request.wave_partitions is None else request.wave_partitions,
+                            unlimited if request.wave_broker_moves is None else request.wave_broker_moves)
+    return PlanResult(strategy, proposed, dict(zip(scope.keys, after)), rollback, metrics, waves,
+                      tuple(scope.warnings + warnings))
+
+
+def _topics(snapshot: ClusterSnapshot, request: PlanRequest, required: bool, warnings: list[str]) -> list[str]:
+    if request.topics is None:
+        if required:
+            raise PlanError("this strategy needs the topics to move, as --generate needs --topics-to-move-json-file")
+        wanted = sorted(snapshot.topic_by_name)
+    else:
+        repeated = sorted(t for t, n in Counter(request.topics).items() if n > 1)
+        if repeated:
+            raise PlanError(f"List of topics to reassign contains duplicate entries: {','.join(repeated)}")
+        missing = sorted(set(request.topics) - set(snapshot.topic_by_name))
+        if missing:
+            raise PlanError(f"Topic {missing[0]} not found.")
+        wanted = sorted(request.topics)
+    deleting = sorted(set(wanted) & set(snapshot.in_progress.deletion))
+    if deleting:
+        warnings.append(f"left out, queued for deletion: {','.join(deleting)}")
+    names = [t for t in wanted if t not in deleting and snapshot.topic_by_name[t].partitions]
+    if not names:
+        raise PlanError("no partitions to plan: the topics selected have none")
+    return names
+
+
+def _targets(snapshot: ClusterSnapshot, request: PlanRequest, warnings: list[str]) -> tuple[int, ...]:
+    alive = snapshot.alive_broker_ids
+    if request.target_brokers is None:
+        listed = sorted(alive)
+    else:
+        listed = list(request.target_brokers)
+        repeated = sorted(b for b, n in Counter(listed).items() if n > 1)
+        if repeated:
+            raise PlanError(f"Broker list contains duplicate entries: {','.join(map(str, repeated))}")
+        gone = sorted(set(listed) - alive)
+        if gone:
+            warnings.append(f"left out, not registered in ZooKeeper: broker(s) {','.join(map(str, gone))}")
+    drain = set(request.drain_brokers)
+    unknown = sorted(drain - set(snapshot.broker_by_id))
+    if unknown:
+        warnings.append(f"drain: broker(s) {','.join(map(str, unknown))} unknown to the snapshot")
+    targets = tuple(sorted(b for b in set(listed) & alive if b not in drain))
+    if not targets:
+        raise PlanError("no target brokers left: list alive brokers that are not being drained")
+    return targets
+
+
+def _racks(snapshot: ClusterSnapshot, targets: tuple[int, ...], rack_aware: bool) -> dict[int, str | None]:
+    """Rack per broker id; all None unless rack-aware and every target broker has a rack (else Kafka's error)."""
+    mode = RackAwareMode.ENFORCED if rack_aware else RackAwareMode.DISABLED
+    pairs = brokers_for_mode([(b, snapshot.broker_by_id[b].rack) for b in targets], mode)
+    if all(rack is None for _, rack in pairs):
+        return {b.id: None for b in snapshot.brokers}
+    return {b.id: b.rack for b in snapshot.brokers}
+
+
+def _replication_factors(request: PlanRequest, names: list[str], topic_of: list[int], current: list[tuple[int, ...]],
+                         n_targets: int) -> list[int]:
+    asked = request.replication_factor
+    if asked is None:
+        per_topic: dict[str, int] = {}
+    elif isinstance(asked, int):
+        per_topic = dict.fromkeys(names, asked)
+    else:
+        stray = sorted(set(asked) - set(names))
+        if stray:
+            raise PlanError(f"replication factor given for topic(s) not being planned: {','.join(stray)}")
+        per_topic = dict(asked)
+    new_rf = [per_topic.get(names[t], len(r)) for t, r in zip(topic_of, current)]
+    for rf in sorted(set(new_rf)):
+        if rf <= 0:
+            raise PlanError("Replication factor must be larger than 0.")
+        if rf > n_targets:
+            raise PlanError(f"Replication factor: {rf} larger than available brokers: {n_targets}.")
+    return new_rf

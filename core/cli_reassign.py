@@ -1,0 +1,188 @@
+"""Reassignment commands of `python -m core`: plan, execute, verify, rollback.
+
+`plan` reads a snapshot (a file, or live from ZooKeeper) and writes Kafka's reassignment JSON, plus an
+optional report of the metrics; `execute`, `verify` and `rollback` act through core.zk.reassign.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from core.errors import ValidationError
+
+
+def _ids(text: str | None, what: str) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValidationError(f"{what} must be comma-separated broker ids, got {text!r}") from None
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        print(text)
+        return
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text + "\n")
+    tmp.replace(out)
+
+
+def report_dict(result) -> dict:
+    """The plan's metrics as JSON-ready data."""
+    report = dataclasses.asdict(result.report)
+    report["moves_over_lower_bound"] = result.report.moves_over_lower_bound
+    return {"strategy": result.strategy, "partitions_changed": len(result.proposed), "report": report,
+            "waves": [[f"{t}-{p}" for t, p in wave] for wave in result.waves] if result.waves else None,
+            "warnings": list(result.warnings)}
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from core.balance import STRATEGIES, PlanRequest
+    from core.balance.sizes import parse_log_dirs
+    from core.model import ClusterSnapshot
+    from core.plans import parse_topics_to_move
+
+    if args.snapshot:
+        snap = ClusterSnapshot.from_json(Path(args.snapshot).read_bytes())
+    elif not args.zk:
+        raise ValidationError("give the cluster to plan for: --snapshot FILE or --zk CONNECT")
+    else:
+        from core.cli import zk_session
+        from core.zk.reader import read_snapshot
+
+        with zk_session(args) as session:
+            snap = read_snapshot(session)
+    topics = parse_topics_to_move(Path(args.topics_to_move_json_file).read_bytes()) \
+        if args.topics_to_move_json_file else None
+    request = PlanRequest(
+        topics=topics, target_brokers=_ids(args.broker_list, "--broker-list"),
+        drain_brokers=_ids(args.exclude_brokers, "--exclude-brokers") or (),
+        replication_factor=args.replication_factor,
+        partition_sizes=parse_log_dirs(Path(args.sizes).read_bytes()) if args.sizes else None,
+        max_moves=args.max_moves, seed=args.seed, rack_aware=not args.disable_rack_aware,
+        per_topic_spread=args.per_topic_spread, wave_partitions=args.wave_partitions,
+        wave_broker_moves=args.wave_broker_moves)
+    result = STRATEGIES[args.strategy](snap, request)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    r = result.report
+    ratio = r.moves_over_lower_bound
+    print(f"{args.strategy}: {len(result.proposed)} partitions change, {r.replicas_moved} replicas move "
+          f"(lower bound {r.lower_bound}{'' if ratio is None else f', {ratio:.2f}x'}), "
+          f"replica spread {r.replicas[0].spread:g} -> {r.replicas[1].spread:g}, "
+          f"leader spread {r.leaders[0].spread:g} -> {r.leaders[1].spread:g}, "
+          f"rack violations {r.rack_violations[0]} -> {r.rack_violations[1]}", file=sys.stderr)
+    _write(args.output, result.reassignment_json())
+    if args.rollback_output:
+        _write(args.rollback_output, result.rollback_json())
+    if args.report:
+        _write(args.report, json.dumps(report_dict(result), indent=2))
+    return 0
+
+
+def _plan_file(path: str):
+    from core.plans import parse_reassignment
+
+    return parse_reassignment(Path(path).read_bytes())
+
+
+def cmd_execute(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.store import Store
+    from core.zk.reassign import execute
+
+    plan = _plan_file(args.reassignment_json_file)
+    with zk_session(args) as session:
+        done = execute(session, Store(args.store), plan, cluster=args.cluster or args.zk, throttle=args.throttle)
+    for warning in done.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print("Current partition replica assignment\n\n" + done.rollback.to_json()
+          + "\n\nSave this to use as the --reassignment-json-file option during rollback")
+    print(f"Successfully started reassignment of {done.partitions} partitions "
+          f"(action {done.action_id}; `python -m core rollback --action {done.action_id}` once it completes)"
+          + (f"; throttle {done.throttles.rate:,} B/s on brokers {','.join(map(str, done.throttles.brokers))}"
+             if done.throttles else ""))
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.store import Store
+    from core.zk.reassign import COMPLETE, verify
+
+    plan = _plan_file(args.reassignment_json_file)
+    with zk_session(args) as session:
+        result = verify(session, Store(args.store), plan, cluster=args.cluster or args.zk)
+    print("Status of partition reassignment:")
+    for p in result.partitions:
+        line = f"Reassignment of partition {p.topic}-{p.partition} is {p.status}."
+        if p.status not in (COMPLETE, "in progress"):
+            line += f" (replicas {','.join(map(str, p.replicas))}, target {','.join(map(str, p.target))})"
+        print(line)
+    if result.throttles_removed:
+        print("Throttle was removed.")
+    return 0 if result.complete else 3
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    from core.cli import zk_session
+    from core.store import Store
+    from core.zk.reassign import rollback
+
+    with zk_session(args) as session:
+        done = rollback(session, Store(args.store), args.action, cluster=args.cluster or args.zk,
+                        throttle=args.throttle)
+    print(f"Successfully started the rollback of action {args.action}: {done.partitions} partitions "
+          f"(action {done.action_id})")
+    return 0
+
+
+def register(sub) -> None:
+    from core.balance import STRATEGIES
+    from core.cli import add_zk_options
+
+    p = sub.add_parser("plan", help="compute a reassignment plan (Kafka's reassignment JSON)")
+    add_zk_options(p, required=False)
+    p.add_argument("--snapshot", metavar="FILE", help="plan from a snapshot file instead of --zk")
+    p.add_argument("--strategy", choices=sorted(STRATEGIES), default="balanced")
+    p.add_argument("--topics-to-move-json-file", metavar="F", help='{"topics":[{"topic":"t"}],"version":1}')
+    p.add_argument("--broker-list", metavar="1,2,3", help="target brokers (default: every alive broker)")
+    p.add_argument("--exclude-brokers", metavar="4,5", help="brokers to drain")
+    p.add_argument("--replication-factor", type=int, metavar="R", help="change every planned topic's RF to R")
+    p.add_argument("--sizes", metavar="LOGDIRS.json", help="kafka-log-dirs.sh --describe output, for byte balance")
+    p.add_argument("--max-moves", type=int, metavar="N", help="move at most N replicas")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--disable-rack-aware", action="store_true")
+    p.add_argument("--per-topic-spread", action="store_true", help="also spread each topic evenly (more moves)")
+    p.add_argument("--wave-partitions", type=int, metavar="K", help="waves of at most K moving partitions")
+    p.add_argument("--wave-broker-moves", type=int, metavar="L", help="waves of at most L moves per broker")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the plan (reassignment JSON), - for stdout")
+    p.add_argument("--rollback-output", metavar="FILE", help="the current assignment of the changed partitions")
+    p.add_argument("--report", metavar="FILE", help="the metrics report (JSON)")
+    p.set_defaults(func=cmd_plan)
+
+    for name, fn, helptext in (("execute", cmd_execute, "start a reassignment (kafka-reassign-partitions --execute)"),
+                               ("verify", cmd_verify, "check a reassignment; removes throttles once complete")):
+        p = sub.add_parser(name, help=helptext)
+        add_zk_options(p)
+        p.add_argument("--reassignment-json-file", required=True, metavar="F")
+        if name == "execute":
+            p.add_argument("--throttle", type=int, metavar="BYTES_PER_S", help="replication throttle")
+        p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
+        p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
+        p.set_defaults(func=fn)
+
+    p = sub.add_parser("rollback", help="execute the rollback saved with a reassignment, once it has finished")
+    add_zk_options(p)
+    p.add_argument("--action", type=int, required=True, metavar="ID", help="the reassignment's action id")
+    p.add_argument("--throttle", type=int, metavar="BYTES_PER_S")
+    p.add_argument("--cluster", metavar="NAME")
+    p.add_argument("--store", metavar="FILE")
+    p.set_defaults(func=cmd_rollback)

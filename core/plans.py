@@ -1,0 +1,362 @@
+"""Reassignment, topics-to-move and election JSON: parse, validate against a snapshot, format, roll back.
+
+The documents are the ones Kafka's tools read and print:
+
+* topics-to-move (`kafka-reassign-partitions.sh --generate --topics-to-move-json-file`):
+  ``{"topics":[{"topic":"t"}],"version":1}``
+* reassignment (`--execute/--verify --reassignment-json-file`, and what `--generate` prints):
+  ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}``
+* election (`kafka-leader-election.sh --path-to-json-file`, `kafka-preferred-replica-election.sh`):
+  ``{"partitions":[{"topic":"t","partition":0}]}``
+
+Messages are Kafka's where Kafka has one. Sources (apache/kafka): `core/src/main/scala/kafka/admin/
+ReassignPartitionsCommand.scala` (1.1-2.x: `parsePartitionReassignmentDataWithoutDedup`, `parseAndValidate`,
+`formatAsReassignmentJson`), `tools/src/main/java/org/apache/kafka/tools/reassign/ReassignPartitionsCommand.java`
+(3.5+: `parseTopicsData`, `parseExecuteAssignmentArgs`), `kafka/utils/ZkUtils` (`parseTopicsData`), and
+`PreferredReplicaLeaderElectionCommand.scala` (`parsePreferredReplicaElectionData`, `ZkCommand`).
+
+Parsing checks what needs no cluster (syntax, types, duplicates, as Kafka's parse step does);
+`validate_*` checks a parsed document against a `ClusterSnapshot`. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from core.errors import PlanError
+from core.model import ClusterSnapshot
+
+# A plan is typed or uploaded by a person; a document this large is a mistake (or an attack on the dashboard).
+MAX_PLAN_BYTES = 64 * 1024 * 1024
+ANY_LOG_DIR = "any"
+_MAX_INT32 = 2**31 - 1
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentEntry:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    log_dirs: tuple[str, ...] | None = None  # None: the key was absent (Kafka reads it as all "any")
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentPlan:
+    """A parsed reassignment document; `entries` in file order."""
+
+    entries: tuple[ReassignmentEntry, ...]
+
+    def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        return {(e.topic, e.partition): e.replicas for e in self.entries}
+
+    def log_dirs(self) -> dict[tuple[str, int, int], str]:
+        """(topic, partition, broker) -> log dir, for every entry that names one other than "any"."""
+        return {(e.topic, e.partition, broker): d for e in self.entries if e.log_dirs
+                for broker, d in zip(e.replicas, e.log_dirs) if d != ANY_LOG_DIR}
+
+    def to_json(self) -> str:
+        return format_reassignment(self.assignment(), self.log_dirs())
+
+
+# --- topics to move ---------------------------------------------------------------------------
+
+
+def parse_topics_to_move(text: str | bytes) -> tuple[str, ...]:
+    """The topic names of a topics-to-move document, in file order."""
+    doc = _load(text, "topics-to-move")
+    _check_version(doc)
+    topics = [_str(_obj(item, f"topics[{i}]"), "topic", f"topics[{i}]")
+              for i, item in enumerate(_list(doc, "topics"))]
+    if not topics:
+        raise PlanError("List of topics to reassign is empty", hint='expected {"topics":[{"topic":"t"}],"version":1}')
+    repeated = _duplicates(topics)
+    if repeated:
+        raise PlanError(f"List of topics to reassign contains duplicate entries: {','.join(repeated)}")
+    return tuple(topics)
+
+
+def validate_topics_to_move(topics: Iterable[str], snapshot: ClusterSnapshot) -> None:
+    for topic in topics:
+        if snapshot.topic(topic) is None:
+            raise PlanError(f"Topic {topic} not found.")
+
+
+def format_topics_to_move(topics: Iterable[str]) -> str:
+    return _dump({"topics": [{"topic": t} for t in sorted(topics)], "version": 1})
+
+
+# --- reassignment -----------------------------------------------------------------------------
+
+
+def parse_reassignment(text: str | bytes) -> ReassignmentPlan:
+    """Parse a reassignment document and apply the checks Kafka makes before it looks at the cluster."""
+    doc = _load(text, "partition reassignment")
+    _check_version(doc)
+    entries = [_reassignment_entry(item, i) for i, item in enumerate(_list(doc, "partitions"))]
+    if not entries:
+        raise PlanError("Partition reassignment data file is empty")
+    if any(not e.replicas for e in entries):
+        raise PlanError("Partition replica list cannot be empty")
+    repeated = _duplicates((e.topic, e.partition) for e in entries)
+    if repeated:
+        raise PlanError("Partition reassignment contains duplicate topic partitions: "
+                        + ",".join(_tp(tp) for tp in repeated))
+    doubled = [(e, _duplicates(e.replicas)) for e in entries]
+    doubled = [(e, d) for e, d in doubled if d]
+    if doubled:
+        raise PlanError("Partition replica lists may not contain duplicate entries: " + ". ".join(
+            f"{e.topic}-{e.partition} contains multiple entries for {','.join(map(str, d))}" for e, d in doubled))
+    return ReassignmentPlan(tuple(entries))
+
+
+def validate_reassignment(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> list[str]:
+    """Kafka's checks against the cluster; returns warnings for what Kafka accepts but an SRE should know.
+
+    Brokers are checked against the registered (alive) brokers: Kafka's ZooKeeper path compares with
+    `getSortedBrokerList`, the children of /brokers/ids, which are ephemeral.
+    """
+    existing = _existing_partitions(snapshot)
+    missing = [(e.topic, e.partition) for e in plan.entries if (e.topic, e.partition) not in existing]
+    if missing:
+        raise PlanError("The proposed assignment contains non-existent partitions: "
+                        + ",".join(_tp(tp) for tp in sorted(missing)))
+    unknown = sorted({b for e in plan.entries for b in e.replicas} - snapshot.alive_broker_ids)
+    if unknown:
+        raise PlanError("The proposed assignment contains non-existent brokerIDs: " + ",".join(map(str, unknown)))
+    warnings = []
+    if plan.log_dirs():
+        warnings.append("log_dirs other than \"any\" are applied by the brokers' AlterReplicaLogDirs API, not through "
+                        "ZooKeeper; a ZooKeeper reassignment moves the replicas and ignores the directories")
+    resized = sorted((e.topic, e.partition) for e in plan.entries
+                     if len(e.replicas) != len(existing[(e.topic, e.partition)]))
+    if resized:
+        warnings.append(f"{len(resized)} partition(s) change replication factor, e.g. {_tp(resized[0])}")
+    deleting = sorted({e.topic for e in plan.entries} & set(snapshot.in_progress.deletion))
+    if deleting:
+        warnings.append(f"topic(s) queued for deletion: {','.join(deleting)}")
+    if snapshot.in_progress.reassignment:
+        warnings.append(f"a reassignment of {len(snapshot.in_progress.reassignment)} partition(s) is in progress; "
+                        "Kafka accepts a new one only after it completes")
+    return warnings
+
+
+def format_reassignment(assignment: Mapping[TopicPartition, Sequence[int]],
+                        log_dirs: Mapping[tuple[str, int, int], str] | None = None) -> str:
+    """Kafka's `formatAsReassignmentJson`: sorted by topic then partition, `log_dirs` "any" unless given."""
+    log_dirs = log_dirs or {}
+    return _dump({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": list(assignment[(t, p)]),
+         "log_dirs": [log_dirs.get((t, p, b), ANY_LOG_DIR) for b in assignment[(t, p)]]}
+        for t, p in sorted(assignment)]})
+
+
+def current_assignment(snapshot: ClusterSnapshot, partitions: Iterable[TopicPartition]) -> dict[TopicPartition,
+                                                                                                 tuple[int, ...]]:
+    existing = _existing_partitions(snapshot)
+    wanted = sorted(set(partitions))
+    missing = [tp for tp in wanted if tp not in existing]
+    if missing:
+        raise PlanError("The proposed assignment contains non-existent partitions: "
+                        + ",".join(_tp(tp) for tp in missing))
+    return {tp: existing[tp] for tp in wanted}
+
+
+def rollback_for(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> ReassignmentPlan:
+    """The current assignment of the plan's partitions: what Kafka prints as "Current partition replica
+    assignment ... Save this to use as the --reassignment-json-file option during rollback"."""
+    current = current_assignment(snapshot, ((e.topic, e.partition) for e in plan.entries))
+    return ReassignmentPlan(tuple(ReassignmentEntry(t, p, r) for (t, p), r in current.items()))
+
+
+def current_assignment_json(snapshot: ClusterSnapshot, topics: Iterable[str] | None = None) -> str:
+    """Every partition of `topics` (None: all topics) as reassignment JSON, as `--generate` prints it."""
+    names = sorted(snapshot.topic_by_name) if topics is None else sorted(set(topics))
+    validate_topics_to_move(names, snapshot)
+    return format_reassignment({(p.topic, p.partition): p.replicas
+                                for name in names for p in snapshot.topic_by_name[name].partitions})
+
+
+# --- preferred leader election ----------------------------------------------------------------
+
+
+def parse_election(text: str | bytes) -> tuple[TopicPartition, ...]:
+    """The partitions of an election document, sorted (Kafka reads them into a set)."""
+    text = _decode(text, "preferred replica election")
+    try:  # Kafka's Json.parseFull yields None for anything unparsable, reported as "empty"
+        doc = json.loads(text)
+    except ValueError as e:
+        raise PlanError("Preferred replica election data is empty", hint=f"not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or "partitions" not in doc:
+        raise PlanError("Preferred replica election data is empty", hint='no "partitions" key')
+    partitions = []
+    for i, item in enumerate(_list(doc, "partitions")):
+        where = f"partitions[{i}]"
+        obj = _obj(item, where)
+        partitions.append((_str(obj, "topic", where), _id(obj, "partition", where)))
+    if not partitions:
+        raise PlanError("Preferred replica election data is empty", hint='"partitions" is an empty list')
+    repeated = _duplicates(partitions)
+    if repeated:
+        raise PlanError("Preferred replica election data contains duplicate partitions: "
+                        + ",".join(_tp(tp) for tp in repeated))
+    return tuple(sorted(partitions))
+
+
+def validate_election(partitions: Iterable[TopicPartition], snapshot: ClusterSnapshot
+                      ) -> tuple[tuple[TopicPartition, ...], list[str]]:
+    """Split into the partitions that exist and Kafka's skip notices for the others (Kafka skips, not fails)."""
+    existing = _existing_partitions(snapshot)
+    wanted = sorted(set(partitions))
+    valid = tuple(tp for tp in wanted if tp in existing)
+    skipped = [f"Skipping preferred replica leader election for partition {_tp(tp)} since it doesn't exist."
+               for tp in wanted if tp not in existing]
+    if not valid:
+        raise PlanError("none of the partitions in the election data exist", hint=f"{len(skipped)} skipped")
+    return valid, skipped
+
+
+def format_election(partitions: Iterable[TopicPartition]) -> str:
+    return _dump({"partitions": [{"topic": t, "partition": p} for t, p in sorted(set(partitions))]})
+
+
+# --- internals --------------------------------------------------------------------------------
+
+
+def _decode(text: str | bytes, what: str) -> str:
+    size = len(text.encode() if isinstance(text, str) else text)
+    if size > MAX_PLAN_BYTES:
+        limit = f"{MAX_PLAN_BYTES // 2**20} MiB" if MAX_PLAN_BYTES >= 2**20 else f"{MAX_PLAN_BYTES:,} bytes"
+        raise PlanError(f"{what} data is {size:,} bytes; the limit is {limit}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PlanError(f"{what} data is not UTF-8: {e}") from None
+    return text
+
+
+def _load(text: str | bytes, what: str) -> dict[str, Any]:
+    text = _decode(text, what)
+    if not text.strip():
+        raise PlanError(f"{what} data is empty")
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise PlanError(f"The input string is not a valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise PlanError(f"{what} data must be a JSON object, got {_kind(doc)}")
+    return doc
+
+
+def _check_version(doc: Mapping[str, Any]) -> None:
+    version = doc.get("version", 1)  # absent: Kafka's EARLIEST_VERSION
+    if not _is_int(version):
+        raise PlanError(f'"version" must be an integer, got {json.dumps(version)}')
+    if version != 1:
+        raise PlanError(f"Not supported version field value {version}")
+
+
+def _reassignment_entry(item: Any, i: int) -> ReassignmentEntry:
+    where = f"partitions[{i}]"
+    obj = _obj(item, where)
+    topic = _str(obj, "topic", where)
+    partition = _id(obj, "partition", where)
+    where = f"{where} ({topic}-{partition})"
+    replicas = tuple(_ids(obj, "replicas", where))
+    log_dirs = None
+    if "log_dirs" in obj:
+        dirs = obj["log_dirs"]
+        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+            raise PlanError(f'{where}: "log_dirs" must be a list of strings, got {_short(dirs)}')
+        if len(dirs) != len(replicas):
+            # Kafka's message, with Java's list formatting.
+            raise PlanError(f"Size of replicas list [{', '.join(map(str, replicas))}] is different from size of "
+                            f"log dirs list [{', '.join(dirs)}] for partition {topic}-{partition}")
+        bad = [d for d in dirs if d != ANY_LOG_DIR and not d.startswith("/")]
+        if bad:
+            raise PlanError(f'{where}: log dir {bad[0]!r} must be "any" or an absolute path')
+        log_dirs = tuple(dirs)
+    return ReassignmentEntry(topic, partition, replicas, log_dirs)
+
+
+def _obj(item: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(item, dict):
+        raise PlanError(f"{where} must be a JSON object, got {_short(item)}")
+    return item
+
+
+def _list(doc: Mapping[str, Any], key: str) -> list[Any]:
+    value = doc.get(key, [])  # Kafka reads a missing list as empty; the emptiness check names it
+    if not isinstance(value, list):
+        raise PlanError(f'"{key}" must be a list, got {_kind(value)}')
+    return value
+
+
+def _str(obj: Mapping[str, Any], key: str, where: str) -> str:
+    if key not in obj:
+        raise PlanError(f'{where} {_short(obj)}: missing "{key}"')
+    value = obj[key]
+    if not isinstance(value, str) or not value:
+        raise PlanError(f'{where} {_short(obj)}: "{key}" must be a non-empty string, got {_short(value)}')
+    return value
+
+
+def _id(obj: Mapping[str, Any], key: str, where: str) -> int:
+    if key not in obj:
+        raise PlanError(f'{where} {_short(obj)}: missing "{key}"')
+    value = obj[key]
+    if not _is_int(value) or not 0 <= value <= _MAX_INT32:
+        raise PlanError(f'{where} {_short(obj)}: "{key}" must be an integer from 0 to {_MAX_INT32}, '
+                        f"got {_short(value)}")
+    return value
+
+
+def _ids(obj: Mapping[str, Any], key: str, where: str) -> list[int]:
+    if key not in obj:
+        raise PlanError(f'{where}: missing "{key}"')
+    value = obj[key]
+    if not isinstance(value, list):
+        raise PlanError(f'{where}: "{key}" must be a list of broker ids, got {_short(value)}')
+    bad = [v for v in value if not _is_int(v) or not 0 <= v <= _MAX_INT32]
+    if bad:
+        raise PlanError(f'{where}: "{key}" must hold broker ids from 0 to {_MAX_INT32}, got {_short(bad[0])}')
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _duplicates(items: Iterable[Any]) -> list[Any]:
+    """Repeated items, sorted (Kafka's `CoreUtils.duplicates` order is a hash order; sorted is stable)."""
+    seen: set[Any] = set()
+    repeated: set[Any] = set()
+    for item in items:
+        (repeated if item in seen else seen).add(item)
+    return sorted(repeated)
+
+
+def _existing_partitions(snapshot: ClusterSnapshot) -> dict[TopicPartition, tuple[int, ...]]:
+    return {(p.topic, p.partition): p.replicas for p in snapshot.partitions()}
+
+
+def _tp(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"  # Kafka's TopicPartition.toString
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _dump(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, separators=(",", ":"))
