@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from core.errors import KeelError, UnknownTopicError
 from core.model import ClusterSnapshot
 from core import cli_leaders, cli_reassign, cli_topics
+from core.fleet import commands as fleet_commands
 from core.sandbox import commands as sandbox_commands
 
 if TYPE_CHECKING:
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_topics.register(sub)
     cli_leaders.register(sub)
     cli_reassign.register(sub)
+    fleet_commands.register(sub)
     sandbox_commands.register(sub)
     return parser
 

@@ -86,7 +86,15 @@ def per_broker_bars(
                            + ("<br><b>DOWN</b>" if down else "") + "<extra></extra>"),
         )
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
+    _integer_axis(fig, values)
     return _layout(fig, title, y_title, height)
+
+
+def _integer_axis(fig: go.Figure, values: Sequence[float]) -> None:
+    """Counts get whole-number ticks (no 0.5 replicas on a small chart)."""
+    if values and all(isinstance(v, int) for v in values):
+        top = max(values)
+        fig.update_yaxes(tickformat=",d", **({"dtick": 1} if top <= 8 else {}))
 
 
 def imbalance_chart(
@@ -126,3 +134,39 @@ def imbalance_chart(
     fig.update_yaxes(range=[0, max(top * 1.2, 10)], ticksuffix="%")
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     return _layout(fig, "Preferred-leader imbalance per broker", "Imbalance", height)
+
+
+BEFORE_COLOR = "#9DB4CF"
+AFTER_COLOR = "#0072B2"
+
+
+def before_after_bars(
+    broker_ids: Sequence[int],
+    before: Sequence[float],
+    after: Sequence[float],
+    alive: Sequence[bool],
+    *,
+    title: str = "Leaders per broker, before and after the election",
+    y_title: str = "Leaders",
+    names: tuple[str, str] = ("now", "after the election"),
+    height: int = 340,
+) -> go.Figure:
+    """Two bars per broker (now / after), grouped; a down broker's label says so and its bars are hatched."""
+    labels = [broker_label(b, a) for b, a in zip(broker_ids, alive)]
+    hatch = ["x" if not a else "" for a in alive]
+    fig = go.Figure()
+    for name, values, color in ((names[0], before, BEFORE_COLOR), (names[1], after, AFTER_COLOR)):
+        fig.add_bar(
+            name=name, x=labels, y=list(values),
+            marker=dict(color=color, pattern=dict(shape=hatch, fgcolor=DOWN_COLOR, size=6)),
+            text=[f"{v:,}" for v in values], textposition="outside",
+            hovertemplate=f"broker %{{x}}<br>{name}: %{{y:,}}<extra></extra>",
+        )
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(categoryorder="array", categoryarray=labels)
+    top = max([1, *before, *after])
+    fig.update_yaxes(range=[0, top * 1.2])
+    _integer_axis(fig, [*before, *after])
+    fig = _layout(fig, title, y_title, height)
+    fig.update_layout(legend_title_text="")
+    return fig

@@ -223,6 +223,27 @@ class Connection:
         """A dict that lives as long as the live view: for caches finer than one snapshot (e.g. per topic)."""
         return self._memo.setdefault(name, {})
 
+    def write_session(self) -> ZkSession:
+        """The live view's ZooKeeper session, for the writes of the action pages (core.zk.topic_admin,
+        core.zk.election): they re-read live state through it before writing. Refused unless connected."""
+        live = self.live
+        if live is None or live.status != "connected":
+            raise ZooKeeperUnreachableError(
+                f"not connected to ZooKeeper for cluster {self.cluster.name} ({self.cluster.zk}); nothing was written",
+                hint="wait until the sidebar shows the connection as live, then try again")
+        return live.session
+
+    def await_change(self, predicate: Callable[[ClusterSnapshot], bool], timeout: float = 5.0) -> bool:
+        """Wait until the live view shows what a write just did (its watches fire); False on timeout."""
+        live = self.live
+        if live is None:
+            return False
+        try:
+            live.wait_for(predicate, timeout=timeout)
+            return True
+        except TimeoutError:
+            return False
+
     def stale_since(self) -> str | None:
         """ISO time the shown snapshot was last known good, when the session is not connected."""
         live = self.live

@@ -20,11 +20,18 @@ from dashboard import state  # noqa: E402
 
 st.set_page_config(page_title="Keel", page_icon=":material/anchor:", layout="wide")
 
-PAGES = [
-    st.Page("views/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
-    st.Page("views/topics.py", title="Topics", icon=":material/topic:"),
-    st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
-]
+PAGES = {
+    "Cluster": [
+        st.Page("views/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
+        st.Page("views/topics.py", title="Topics", icon=":material/topic:"),
+        st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
+        st.Page("views/leaders.py", title="Leaders", icon=":material/how_to_vote:"),
+    ],
+    "Change": [
+        st.Page("views/create_topic.py", title="Create topic", icon=":material/add_circle:"),
+        st.Page("views/history.py", title="History", icon=":material/history:"),
+    ],
+}
 page = st.navigation(PAGES)
 
 cfg = state.config()

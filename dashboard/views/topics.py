@@ -7,17 +7,25 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from collections import Counter
+
 from core import health
+from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot, Topic
-from dashboard import state
+from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
+from core.zk import topic_admin
+from dashboard import actions, charts, state
 
 PAGE_SIZES = (25, 50, 100, 500)
 TOPIC_COLUMNS = ["Topic", "Health", "Partitions", "RF", "Under-replicated", "Unavailable", "Under min ISR",
                  "At min ISR", "Off preferred", "Out-of-sync replicas", "min ISR", "Config overrides"]
 PARTITION_COLUMNS = ["Partition", "Leader", "Preferred", "Replicas", "ISR", "Out of sync", "Flags"]
 
+ACTION_RESULT = "topic_action_result"
+
 ctx = state.page_context()
 conn = ctx.conn
+cfg = ctx.config
 st.title("Topics", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}**")
 state.live_snapshot(conn, in_fragment=False)
@@ -154,6 +162,7 @@ def live() -> None:
         return
     topic = snap.topic(topic_name)
     if topic is None:
+        actions.show(ACTION_RESULT, scope=f"delete:{topic_name}")
         st.warning(f"Topic {topic_name!r} no longer exists.")
         return
 
@@ -189,6 +198,160 @@ def live() -> None:
                                 "Leader": st.column_config.TextColumn(width="small"),
                                 "Preferred": st.column_config.TextColumn(width="small"),
                                 "Flags": st.column_config.TextColumn(width="large")})
+
+    topic_actions(snap, topic)
+
+
+# --- actions on the selected topic (operator only) ---------------------------------------------------
+
+
+def _apply(kind: str, topic: str, work, context: str | None) -> None:
+    actions.run(ACTION_RESULT, work, cfg=cfg, action=f"{kind} topic {topic}", scope=f"{kind}:{topic}",
+                context=context)
+
+
+def _add_partitions(draft: AddPartitionsDraft, context: str) -> None:
+    def work() -> str:
+        applied = topic_admin.add_partitions(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
+                                             actor=actions.actor())
+        conn.await_change(lambda s: (t := s.topic(draft.name)) is not None and len(t.partitions) >= draft.new_total)
+        return f"Added {len(draft.new_assignment):,} partitions to {draft.name} ({draft.old_total:,} → " \
+               f"{draft.new_total:,}); action #{applied.action_id} in History."
+    _apply("grow", draft.name, work, context)
+
+
+def _alter_config(name: str, to_set: dict[str, str], to_delete: list[str], expected: dict[str, str],
+                  context: str) -> None:
+    def work() -> str:
+        applied = topic_admin.alter_config(conn.write_session(), actions.store(), name, set=to_set, delete=to_delete,
+                                           cluster=ctx.cluster.name, actor=actions.actor())
+        conn.await_change(lambda s: (t := s.topic(name)) is not None and dict(t.config) == expected)
+        return f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History."
+    _apply("configure", name, work, context)
+
+
+def _delete(name: str) -> None:
+    def work() -> str:
+        applied = topic_admin.delete_topic(conn.write_session(), actions.store(), name, cluster=ctx.cluster.name,
+                                           actor=actions.actor())
+        conn.await_change(lambda s: name in s.in_progress.deletion or s.topic(name) is None)
+        return (f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History. "
+                "The controller deletes it from every broker (when delete.topic.enable is true).")
+    _apply("delete", name, work, None)
+
+
+def topic_actions(snap: ClusterSnapshot, topic: Topic) -> None:
+    st.subheader("Actions", anchor=False)
+    if topic.name in snap.in_progress.deletion:
+        actions.show(ACTION_RESULT, scope=f"delete:{topic.name}")
+        st.info(f"{topic.name} is marked for deletion (/admin/delete_topics/{topic.name}): it cannot be grown, "
+                "reconfigured or deleted again. The controller removes it once every replica is deleted.",
+                icon=":material/delete:")
+        return
+    reason = actions.blocked_reason(cfg, f"change topic {topic.name}")
+    actions.show_blocked(reason)
+    grow, configure, delete = st.tabs([":material/add: Add partitions", ":material/tune: Edit config",
+                                       ":material/delete: Delete"])
+    with grow:
+        add_partitions_form(snap, topic, reason)
+    with configure:
+        config_form(snap, topic, reason)
+    with delete:
+        delete_form(snap, topic, reason)
+
+
+def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
+    current = len(topic.partitions)
+    new_total = int(st.number_input(f"New total number of partitions (now {current:,})", min_value=current + 1,
+                                    max_value=2 ** 31 - 1, value=current + 1, step=1,
+                                    key=f"ap_total::{topic.name}::{current}"))
+    try:
+        draft = draft_add_partitions(snap, topic.name, new_total)
+    except KeelError as e:
+        actions.show_error(e)
+        actions.show(ACTION_RESULT, scope=f"grow:{topic.name}")
+        return
+    context = actions.fingerprint(draft.name, draft.full_assignment)
+    for w in draft.warnings:
+        st.warning(w, icon=":material/warning:")
+    rows = [{"Partition": p, "Leader": reps[0], "Replicas": actions.ids(reps)}
+            for p, reps in draft.new_assignment.items()]
+    new_df = pd.DataFrame(rows, columns=["Partition", "Leader", "Replicas"])
+    st.caption(f"Placement of the {len(rows):,} new partition(s), from partition 0's replication factor and start "
+               "index as kafka-topics --alter computes it (rack-aware):")
+    shown = actions.page_of(new_df, f"ap_pages::{topic.name}", label="new partitions")
+    st.dataframe(shown, hide_index=True, key="ap_preview", height=min(320, 38 + 35 * max(len(shown), 1)),
+                 column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small"),
+                                "Leader": st.column_config.NumberColumn("Leader (preferred)", format="%d")})
+    added = Counter(b for reps in draft.new_assignment.values() for b in reps)
+    alive = [b for b in snap.brokers if b.alive]
+    st.plotly_chart(charts.per_broker_bars([b.id for b in alive], [added[b.id] for b in alive],
+                                           [b.rack for b in alive], [True] * len(alive),
+                                           title="New replicas per broker", y_title="Replicas", height=260),
+                    key="ap_chart", config={"displayModeBar": False})
+    ok = st.checkbox(f"Add {len(rows):,} partition(s) to **{topic.name}** ({current:,} → {new_total:,})",
+                     key=f"ap_confirm::{context}", disabled=reason is not None)
+    st.button("Add partitions", type="primary", key="ap_apply", disabled=reason is not None or not ok,
+              help=reason, on_click=_add_partitions, args=(draft, context))
+    actions.show(ACTION_RESULT, scope=f"grow:{topic.name}", context=context)
+
+
+def config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
+    current = dict(topic.config)
+    st.caption("The topic's config overrides (keys not listed use the broker / Kafka default). Edit a value, add a "
+               "row, or delete a row to remove an override.")
+    edited, problems = actions.config_editor(f"cfg_edit::{topic.name}::{actions.fingerprint(current)}", current,
+                                             disabled=reason is not None)
+    actions.show_config_problems(problems)
+    to_set = {k: v for k, v in edited.items() if current.get(k) != v}
+    to_delete = sorted(k for k in current if k not in edited)
+    if problems:
+        actions.show(ACTION_RESULT, scope=f"configure:{topic.name}")
+        return
+    if not to_set and not to_delete:
+        st.caption("No change yet.")
+        actions.show(ACTION_RESULT, scope=f"configure:{topic.name}")
+        return
+    try:
+        draft = draft_alter_config(snap, topic.name, set=to_set, delete=to_delete)
+    except KeelError as e:
+        key = getattr(e, "key", None)
+        st.error((f"**{key}**: " if key else "") + str(e), icon=":material/error:")
+        actions.show(ACTION_RESULT, scope=f"configure:{topic.name}")
+        return
+    context = actions.fingerprint(topic.name, draft.old, draft.new)
+    for w in draft.warnings:
+        st.warning(w, icon=":material/warning:")
+    diff = pd.DataFrame([{
+        "Key": r.key,
+        "Change": "added" if r.old is None else "removed" if r.new is None else "changed",
+        "Current": r.old if r.old is not None else "(default)",
+        "New": r.new if r.new is not None else "(default)",
+        "Kafka default": r.default if r.default is not None else "—",
+    } for r in draft.diff], columns=["Key", "Change", "Current", "New", "Kafka default"])
+    st.dataframe(diff, hide_index=True, key="cfg_diff")
+    ok = st.checkbox(f"Apply {len(draft.diff)} config change(s) to **{topic.name}**", key=f"cfg_confirm::{context}",
+                     disabled=reason is not None)
+    st.button("Apply config", type="primary", key="cfg_apply", disabled=reason is not None or not ok, help=reason,
+              on_click=_alter_config, args=(topic.name, to_set, to_delete, draft.new, context))
+    actions.show(ACTION_RESULT, scope=f"configure:{topic.name}", context=context)
+
+
+def delete_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
+    try:
+        draft = draft_delete_topic(snap, topic.name)
+    except KeelError as e:
+        actions.show(ACTION_RESULT, scope=f"delete:{topic.name}")
+        actions.show_error(e)
+        return
+    st.warning(f"Marks **{topic.name}** for deletion: {draft.partitions:,} partitions, {draft.replicas:,} replicas. "
+               "The controller then deletes its data on every broker; it cannot be restored. "
+               + " ".join(draft.warnings), icon=":material/delete_forever:")
+    typed = st.text_input(f"Type **{topic.name}** to confirm", key=f"del_confirm::{topic.name}",
+                          disabled=reason is not None)
+    st.button("Delete topic", type="primary", key="del_apply", icon=":material/delete:",
+              disabled=reason is not None or typed != topic.name, help=reason, on_click=_delete, args=(topic.name,))
+    actions.show(ACTION_RESULT, scope=f"delete:{topic.name}")
 
 
 live()

@@ -1,0 +1,179 @@
+"""`python -m core fleet ...`: the fleet store and the fleet jobs on the command line.
+
+    fleet collect  --config CLUSTERS --out STORE [--cluster NAME ...] [--sizes CLUSTER=FILE ...]
+    fleet export   --snapshot FILE --out STORE [--sizes FILE] [--cluster NAME]
+    fleet generate --clusters N --out STORE [--seed S] [--partitions-total P | --scale F]
+    fleet run      --input STORE --output DIR [--master local[*]] [--driver-memory 6g]
+
+Handlers return an exit status and raise KeelError for anything a person must fix (core.cli prints it). Nothing
+here imports pyspark until `fleet run` is actually run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from core.errors import KeelError, ValidationError
+from core.fleet.spark import DEFAULT_EXECUTOR_TIMEOUT
+from core.health import IMBALANCE_DEFAULT_PERCENT as LEADER_THRESHOLD_PERCENT
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("fleet", help="fleet store (Parquet) and the Spark jobs that rank clusters by imbalance",
+                              description="Snapshot many clusters into a Parquet fleet store, or generate a "
+                                          "synthetic one, and run the Spark jobs that rank the clusters by "
+                                          "imbalance.")
+    sub = p.add_subparsers(dest="fleet_command", required=True, metavar="SUBCOMMAND")
+
+    c = sub.add_parser("collect", help="snapshot every configured cluster into the store (one line per cluster)")
+    c.add_argument("--config", metavar="CLUSTERS",
+                   help="Keel config listing the clusters (default: $KEEL_CONFIG, else keel.toml)")
+    c.add_argument("--out", required=True, metavar="STORE", help="fleet store directory (created if needed)")
+    c.add_argument("--cluster", action="append", metavar="NAME", help="only this cluster (repeatable)")
+    c.add_argument("--sizes", action="append", default=[], metavar="CLUSTER=FILE",
+                   help="kafka-log-dirs.sh --describe output for a cluster's replica sizes (repeatable)")
+    c.add_argument("--progress", action="store_true", help="also report each cluster's snapshot loading on stderr")
+    c.set_defaults(func=cmd_collect)
+
+    e = sub.add_parser("export", help="write one snapshot JSON file into the store")
+    e.add_argument("--snapshot", required=True, metavar="FILE", help="snapshot JSON (python -m core snapshot)")
+    e.add_argument("--out", required=True, metavar="STORE", help="fleet store directory (created if needed)")
+    e.add_argument("--sizes", metavar="FILE", help="kafka-log-dirs.sh --describe output (replica sizes)")
+    e.add_argument("--cluster", metavar="NAME", help="cluster name (default: the snapshot's, else the file name)")
+    e.set_defaults(func=cmd_export)
+
+    g = sub.add_parser("generate", help="write a synthetic fleet with realistic skews (demos, benchmarks)")
+    g.add_argument("--clusters", type=int, default=10, metavar="N", help="cluster count (default 10)")
+    g.add_argument("--out", required=True, metavar="STORE", help="fleet store directory (created if needed)")
+    g.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0): same seed, same fleet")
+    size = g.add_mutually_exclusive_group()
+    size.add_argument("--partitions-total", type=int, metavar="P", help="partitions over all clusters")
+    size.add_argument("--scale", type=float, default=1.0, metavar="F",
+                      help="F x 70,000 partitions per cluster on average (default 1)")
+    g.add_argument("--max-partitions", type=int, default=200_000, metavar="P", help="per cluster (default 200,000)")
+    g.add_argument("--min-brokers", type=int, default=3, metavar="N", help="per cluster (default 3)")
+    g.add_argument("--max-brokers", type=int, default=300, metavar="N", help="per cluster (default 300)")
+    g.add_argument("--quiet", action="store_true", help="no line per cluster")
+    g.set_defaults(func=cmd_generate)
+
+    r = sub.add_parser("run", help="run the fleet jobs (Spark): broker metrics, per-topic skew, cluster scores")
+    add_run_arguments(r)
+    r.set_defaults(func=cmd_run)
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", required=True, metavar="STORE",
+                   help="fleet store written by fleet collect / export / generate")
+    p.add_argument("--output", required=True, metavar="DIR",
+                   help="output directory (absent, empty, or an earlier fleet output, which is replaced)")
+    p.add_argument("--master", default=None, metavar="URL",
+                   help="Spark master: local[*] (default), local[N], spark://HOST:PORT; under spark-submit, "
+                        "the master it was given")
+    p.add_argument("--driver-memory", metavar="SIZE", help="driver JVM heap, e.g. 6g (in local mode, all of it)")
+    p.add_argument("--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions")
+    p.add_argument("--threshold", type=int, default=LEADER_THRESHOLD_PERCENT, metavar="PERCENT",
+                   help="leader.imbalance.per.broker.percentage (default 10, Kafka's)")
+    p.add_argument("--executor-timeout", type=float, default=DEFAULT_EXECUTOR_TIMEOUT, metavar="S",
+                   help="fail when a cluster master grants no executor within S seconds (default 30)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _sizes_option(values: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        name, sep, path = v.partition("=")
+        if not sep or not name or not path:
+            raise ValidationError(f"--sizes {v!r}: expected CLUSTER=FILE")
+        out[name] = path
+    return out
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from core.config import load_config
+    from core.fleet.export import collect
+
+    config = load_config(args.config)
+    sizes = _sizes_option(args.sizes)
+    names = args.cluster or list(config.clusters)
+    print(f"collecting {len(names)} cluster(s) into {args.out}", file=sys.stderr)
+
+    def show(res) -> None:
+        print(res.line(), flush=True)
+
+    def reading(cluster: str, stage: str, done: int, total: int) -> None:
+        if done >= total:
+            print(f"  {cluster}: {stage} {done:,}/{total:,}", file=sys.stderr, flush=True)
+
+    results = collect(config, args.out, clusters=names, sizes=sizes, progress=show,
+                      read_progress=reading if args.progress else None)
+    failed = [r.cluster for r in results if not r.ok]
+    if failed:
+        print(f"error: {len(failed)} of {len(results)} cluster(s) failed and were skipped: {', '.join(failed)}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from core.fleet.export import export_file
+
+    res = export_file(args.snapshot, args.out, cluster=args.cluster, sizes_path=args.sizes)
+    print(res.line())
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from core.fleet.generate import FleetSpec, generate_fleet
+
+    spec = FleetSpec(clusters=args.clusters, seed=args.seed, partitions_total=args.partitions_total,
+                     scale=args.scale, max_partitions=args.max_partitions, min_brokers=args.min_brokers,
+                     max_brokers=args.max_brokers)
+    spec.validate()
+    started = time.monotonic()
+
+    def show(i: int, n: int, c) -> None:
+        skews = ", ".join(c.skews) or "none"
+        print(f"[{i}/{n}] {c.name}: {c.brokers} brokers, {c.racks} racks, {c.topics:,} topics, "
+              f"{c.partitions:,} partitions, {c.replicas:,} replicas; skews: {skews}", file=sys.stderr, flush=True)
+
+    res = generate_fleet(spec, args.out, progress=None if args.quiet else show)
+    print(f"wrote {args.out}: {len(res.clusters)} clusters, {res.brokers:,} brokers, {res.partitions:,} partitions, "
+          f"{res.replicas:,} replica rows in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from core.fleet import jobs
+    from core.fleet.spark import session_running, stop_session
+
+    ours = not session_running()
+    try:
+        return jobs.cmd_run(args)
+    finally:
+        if ours:  # stop only a session this command started
+            stop_session()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A parser holding only `fleet` (for tests and `python -m core.fleet.commands fleet ...`)."""
+    parser = argparse.ArgumentParser(prog="python -m core")
+    register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Like core.cli.main, for the fleet commands alone: 0 ok, 1 KeelError (printed), 2 usage."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeelError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""Snapshot -> fleet store rows: `fleet export` (one snapshot JSON file) and `fleet collect` (every configured cluster).
+
+Replica rows come straight from the snapshot's partitions; sizes, which ZooKeeper does not hold, come from the
+JSON `kafka-log-dirs.sh --describe` prints (optional: `size_bytes` is null without it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import pyarrow as pa
+
+from core.errors import KeelError
+from core.fleet.errors import FleetInputError
+from core.fleet.schema import BROKER_SCHEMA, REPLICA_SCHEMA, check_cluster_name
+from core.fleet.store import write_cluster
+from core.model import ClusterSnapshot
+
+SizeKey = tuple[int, str, int]  # (broker, topic, partition)
+
+
+# --- kafka-log-dirs.sh --describe ---------------------------------------------------------------
+
+
+def parse_log_dirs(text: str, *, source: str = "log-dirs JSON") -> dict[SizeKey, int]:
+    """(broker, topic, partition) -> size in bytes, from `kafka-log-dirs.sh --describe` output.
+
+    The tool prints two status lines ("Querying brokers...", "Received log directory information...") before
+    the JSON; they are skipped. Log dirs reporting an error and future replicas (`isFuture`, a move between log
+    dirs in flight) are left out, so each replica gets the size of its current log.
+    """
+    start = text.find("{")
+    if start < 0:
+        raise FleetInputError(f"{source}: no JSON found (expected the output of kafka-log-dirs.sh --describe)")
+    try:
+        doc = json.loads(text[start:])
+    except ValueError as e:
+        raise FleetInputError(f"{source}: not valid JSON: {e}") from None
+    sizes: dict[SizeKey, int] = {}
+    try:
+        brokers = doc["brokers"]
+        if not isinstance(brokers, list):
+            raise TypeError("'brokers' is not a list")
+        for b in brokers:
+            broker = int(b["broker"])
+            for d in b.get("logDirs") or ():
+                if d.get("error"):
+                    continue
+                for p in d.get("partitions") or ():
+                    if p.get("isFuture"):
+                        continue
+                    topic, sep, num = str(p["partition"]).rpartition("-")
+                    if not sep or not topic:
+                        raise ValueError(f"partition name {p['partition']!r} is not TOPIC-N")
+                    key = (broker, topic, int(num))
+                    sizes[key] = max(sizes.get(key, 0), int(p["size"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise FleetInputError(f"{source}: not kafka-log-dirs.sh --describe JSON: {type(e).__name__}: {e}") from None
+    return sizes
+
+
+def load_log_dirs(path: str | Path) -> dict[SizeKey, int]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise FleetInputError(f"cannot read sizes file {p}: {e.strerror or e}") from None
+    return parse_log_dirs(text, source=str(p))
+
+
+# --- snapshot -> Arrow ----------------------------------------------------------------------------
+
+
+def parse_captured_at(value: str) -> datetime:
+    try:
+        dt = datetime.fromisoformat(value.strip())
+    except (AttributeError, ValueError):
+        raise FleetInputError(f"snapshot captured_at {value!r} is not an ISO-8601 time") from None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+
+
+def snapshot_tables(snapshot: ClusterSnapshot, sizes: Mapping[SizeKey, int] | None = None) -> tuple[pa.Table, pa.Table]:
+    """(replica rows, broker rows) of one snapshot, in the store's schemas (without the `cluster` column)."""
+    captured = parse_captured_at(snapshot.captured_at)
+    alive = snapshot.alive_broker_ids
+    rack_of = {b.id: b.rack for b in snapshot.brokers}
+    sizes = sizes or {}
+    topic, part, pos, broker, lead, isr_col, size = [], [], [], [], [], [], []
+    for t in snapshot.topics:
+        name = t.name
+        for p in t.partitions:
+            isr = p.isr
+            for i, b in enumerate(p.replicas):
+                topic.append(name)
+                part.append(p.partition)
+                pos.append(i)
+                broker.append(b)
+                lead.append(b == p.leader)
+                isr_col.append(b in isr)
+                size.append(sizes.get((b, name, p.partition)))
+    n = len(topic)
+    replicas = pa.Table.from_pydict({
+        "captured_at": pa.array([captured] * n, REPLICA_SCHEMA.field("captured_at").type),
+        "topic": pa.array(topic, pa.string()).dictionary_encode(),
+        "partition": pa.array(part, pa.int32()),
+        "position": pa.array(pos, pa.int32()),
+        "broker": pa.array(broker, pa.int32()),
+        "rack": pa.array([rack_of.get(b) for b in broker], pa.string()).dictionary_encode(),
+        "alive": pa.array([b in alive for b in broker], pa.bool_()),
+        "is_leader": pa.array(lead, pa.bool_()),
+        "is_preferred": pa.array([i == 0 for i in pos], pa.bool_()),
+        "in_isr": pa.array(isr_col, pa.bool_()),
+        "size_bytes": pa.array(size, pa.int64()),
+    })
+    ids = sorted(set(rack_of) | set(broker))
+    brokers = pa.Table.from_pydict({
+        "captured_at": pa.array([captured] * len(ids), BROKER_SCHEMA.field("captured_at").type),
+        "broker": pa.array(ids, pa.int32()),
+        "rack": pa.array([rack_of.get(b) for b in ids], pa.string()),
+        "alive": pa.array([b in alive for b in ids], pa.bool_()),
+    })
+    return replicas, brokers
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    cluster: str
+    brokers: int
+    partitions: int
+    replicas: int
+    sized_replicas: int
+    seconds: float
+
+    def line(self) -> str:
+        sized = f", {self.sized_replicas:,} with sizes" if self.sized_replicas else ""
+        return (f"{self.cluster}: {self.brokers} brokers, {self.partitions:,} partitions, "
+                f"{self.replicas:,} replicas{sized} ({self.seconds:.1f} s)")
+
+
+def export_snapshot(snapshot: ClusterSnapshot, store: str | Path, *, cluster: str | None = None,
+                    sizes: Mapping[SizeKey, int] | None = None) -> ExportResult:
+    """Write one snapshot into the store as cluster `cluster` (default: the snapshot's own name), replacing it."""
+    started = time.monotonic()
+    name = cluster or snapshot.cluster
+    if not name:
+        raise FleetInputError("the snapshot names no cluster: give one with --cluster")
+    check_cluster_name(name)
+    replicas, brokers = snapshot_tables(snapshot, sizes)
+    write_cluster(store, name, replicas, brokers)
+    sized = replicas.num_rows - replicas.column("size_bytes").null_count
+    return ExportResult(name, brokers.num_rows, snapshot.partition_count, replicas.num_rows, sized,
+                        time.monotonic() - started)
+
+
+def load_snapshot_file(path: str | Path) -> ClusterSnapshot:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise FleetInputError(f"cannot read snapshot {p}: {e.strerror or e}") from None
+    return ClusterSnapshot.from_json(text)
+
+
+def export_file(snapshot_path: str | Path, store: str | Path, *, cluster: str | None = None,
+                sizes_path: str | Path | None = None) -> ExportResult:
+    """`fleet export`: a snapshot JSON file (as `python -m core snapshot` writes it) into the store."""
+    snap = load_snapshot_file(snapshot_path)
+    sizes = load_log_dirs(sizes_path) if sizes_path else None
+    return export_snapshot(snap, store, cluster=cluster or snap.cluster or Path(snapshot_path).stem, sizes=sizes)
+
+
+# --- collect: every configured cluster ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    cluster: str
+    ok: bool
+    result: ExportResult | None = None
+    error: str | None = None
+
+    def line(self) -> str:
+        return self.result.line() if self.ok and self.result else f"{self.cluster}: FAILED: {self.error}"
+
+
+def collect(config, store: str | Path, *, clusters: Iterable[str] | None = None,
+            sizes: Mapping[str, str | Path] | None = None,
+            progress: Callable[[CollectResult], None] | None = None,
+            read_progress: Callable[[str, str, int, int], None] | None = None) -> list[CollectResult]:
+    """Snapshot each cluster of `config` (a KeelConfig) into `store`; a cluster that fails is reported and skipped.
+
+    `sizes` maps a cluster name to its kafka-log-dirs JSON file. `progress` gets one CollectResult per cluster as
+    it finishes; `read_progress(cluster, stage, done, total)` relays the snapshot reader's progress.
+    """
+    from core.zk.reader import read_snapshot
+    from core.zk.session import TlsOptions, ZkSession, ZkSettings
+
+    names = list(clusters) if clusters is not None else list(config.clusters)
+    sizes = dict(sizes or {})
+    unknown = sorted(set(names) - set(config.clusters)) + sorted(set(sizes) - set(config.clusters))
+    if unknown:
+        known = ", ".join(config.clusters) or "none"
+        raise FleetInputError(f"unknown cluster {unknown[0]!r} (configured: {known})")
+    results: list[CollectResult] = []
+    for name in names:
+        cc = config.clusters[name]
+        started = time.monotonic()
+        try:
+            check_cluster_name(name)
+            size_map = load_log_dirs(sizes[name]) if name in sizes else None
+            tls = None
+            if cc.tls is not None:
+                tls = TlsOptions(ca=cc.tls.ca, cert=cc.tls.cert, key=cc.tls.key, key_password=cc.tls.key_password,
+                                 verify=cc.tls.verify)
+            session = ZkSession.open(ZkSettings(connect=cc.zk, digest=cc.digest, tls=tls,
+                                                connect_timeout=cc.connect_timeout))
+            try:
+                relay = None if read_progress is None else (
+                    lambda stage, done, total, _n=name: read_progress(_n, stage, done, total))
+                snap = read_snapshot(session, cluster=name, progress=relay)
+            finally:
+                session.close()
+            exported = export_snapshot(snap, store, cluster=name, sizes=size_map)
+            res = CollectResult(name, True, ExportResult(**{**exported.__dict__,
+                                                            "seconds": time.monotonic() - started}))
+        except KeelError as e:
+            res = CollectResult(name, False, error=str(e))
+        except Exception as e:  # one broken cluster must not stop the fleet collection
+            res = CollectResult(name, False, error=f"{type(e).__name__}: {e}")
+        results.append(res)
+        if progress is not None:
+            progress(res)
+    return results

@@ -1,0 +1,242 @@
+"""What every write action in the browser shares: the operator gate, the confirmation, running the engine's
+apply function, and showing its result (or its KeelError) where the action is.
+
+The pattern a page follows:
+
+* compute the draft / selection from the live snapshot and draw it (the preview);
+* a confirmation widget whose key contains `fingerprint(draft)`: a different draft (the cluster changed, an
+  input changed) gets a fresh, unticked confirmation;
+* the apply button calls `run(...)` from its `on_click`, with the draft bound as an argument at render time:
+  the write uses exactly the draft the operator looked at (the engine re-validates it against live state);
+* `show(...)` draws the stored result on the next run.
+
+Nothing here imports kazoo: writes go through core.zk.* with the connection's session (state.Connection).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+import streamlit as st
+
+from core.config import KeelConfig, require_operator
+from core.errors import KeelError, PermissionDeniedError
+from core.model import ClusterSnapshot
+from core.store import Store, default_actor
+from core.topics import TOPIC_CONFIGS
+from dashboard import state
+
+log = logging.getLogger(__name__)
+
+CONFIG_COLUMNS = ["Key", "Value"]
+
+
+# --- who may act, and as whom ------------------------------------------------------------------------
+
+
+def blocked_reason(cfg: KeelConfig, action: str = "change the cluster") -> str | None:
+    """Why this instance may not write (the engine's PermissionDeniedError message), or None."""
+    try:
+        require_operator(cfg, action)
+    except PermissionDeniedError as e:
+        return str(e)
+    return None
+
+
+def show_blocked(reason: str | None) -> None:
+    if reason:
+        st.caption(f":material/lock: {reason}")
+
+
+def actor() -> str:
+    return default_actor()
+
+
+def store() -> Store:
+    """The audit store ($KEEL_STORE, default .run/keel.sqlite)."""
+    return Store()
+
+
+def fingerprint(*parts: Any) -> str:
+    """A short stable digest of plain data: widget keys that change when the thing confirmed changes."""
+    text = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+# --- running an action and showing what came of it --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    ok: bool
+    message: str
+    scope: str | None = None  # what the result belongs to (a topic, a page): shown only there
+    context: str | None = None  # the draft it was about: a failure is shown only while it is still the one shown
+    details: list[str] = field(default_factory=list)
+
+
+def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, scope: str | None = None,
+        context: str | None = None) -> bool:
+    """Call `work()` (an engine write returning a summary) behind the operator gate; store the outcome in
+    st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either.
+
+    The gate is checked against the config as it is *now* (re-read), not only as it was when the button was
+    drawn: an instance switched to read-only refuses a click on a page that was open before."""
+    try:
+        require_operator(cfg, action)
+        now = state.config()
+        if isinstance(now, KeelError):
+            raise now
+        require_operator(now, action)
+        message = work()
+    except KeelError as e:
+        st.session_state[slot] = Result(False, str(e), scope, context)
+        return False
+    except Exception as e:  # an unexpected failure is still a message on the page, never a traceback
+        log.exception("%s failed", action)
+        st.session_state[slot] = Result(False, f"Could not {action}: {type(e).__name__}: {e}", scope, context)
+        return False
+    st.session_state[slot] = Result(True, message, scope, context)
+    return True
+
+
+def show(slot: str, *, scope: str | None = None, context: str | None = None) -> Result | None:
+    """Draw the stored result of `slot` if it belongs here (same scope), until the next attempt. A failure about
+    a draft that is no longer the one on screen says so (the cluster or the inputs changed since)."""
+    r: Result | None = st.session_state.get(slot)
+    if r is None or r.scope != scope:
+        return None
+    if r.ok:
+        st.success(r.message, icon=":material/check_circle:")
+    else:
+        note = "" if r.context is None or r.context == context else \
+            "  \n*(This was about an earlier preview; the one shown now is different.)*"
+        st.error(r.message + note, icon=":material/error:")
+    return r
+
+
+def clear(slot: str) -> None:
+    st.session_state.pop(slot, None)
+
+
+def show_error(e: BaseException) -> None:
+    """A refusal from the engine, as the page shows it (the KeelError's own message, with its hint)."""
+    st.error(str(e), icon=":material/block:")
+
+
+# --- small shared formatting -----------------------------------------------------------------------------
+
+
+def ids(xs) -> str:
+    return ", ".join(map(str, xs)) if xs else "—"
+
+
+def bootstrap_servers(snapshot: ClusterSnapshot, limit: int = 3) -> str:
+    """host:port of up to `limit` live brokers (their first listener), for the equivalent kafka-*.sh command."""
+    out = []
+    for b in snapshot.brokers:
+        if not b.alive:
+            continue
+        hostport = None
+        if b.endpoints:
+            hostport = b.endpoints[0].split("://", 1)[-1]
+        elif b.host and b.port not in (None, -1):
+            hostport = f"{b.host}:{b.port}"
+        if hostport:
+            out.append(hostport)
+        if len(out) >= limit:
+            break
+    return ",".join(out) or "BOOTSTRAP"
+
+
+def page_of(df: pd.DataFrame, key: str, *, sizes=(50, 100, 500), default: int = 1, label: str = "rows"
+            ) -> pd.DataFrame:
+    """A page of a large table, with a page-size picker and a page number; small tables come back whole."""
+    if len(df) <= sizes[default]:
+        return df
+    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    size = c2.selectbox("Rows per page", sizes, index=default, key=f"{key}_size")
+    pages = max(1, -(-len(df) // size))
+    page = c3.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, step=1, key=f"{key}_page")
+    page = min(int(page), pages)
+    start = (page - 1) * size
+    shown = df.iloc[start:start + size]
+    c1.caption(f"{label.capitalize()} {start + 1:,}–{start + len(shown):,} of {len(df):,}")
+    return shown
+
+
+# --- topic config overrides: an editor checked against Kafka's schema --------------------------------------
+
+
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (v is pd.NA)
+
+
+def config_editor(key: str, current: Mapping[str, str] | None = None, *, disabled: bool = False
+                  ) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """An editable key / value table of topic config overrides, starting from `current`.
+
+    Returns (the overrides as edited, [(key, problem)]). A value is checked with Kafka's parser and validator
+    for its key (the message names the key); values equal to `current` are not re-checked (the cluster
+    accepted them). Keys come from Kafka's topic-config schema."""
+    current = dict(current or {})
+    names = sorted(set(TOPIC_CONFIGS) | set(current))
+    df = pd.DataFrame(sorted(current.items()), columns=CONFIG_COLUMNS, dtype="object")
+    edited = st.data_editor(
+        df, key=key, num_rows="dynamic", hide_index=True, disabled=disabled, width="stretch",
+        column_config={
+            "Key": st.column_config.SelectboxColumn("Key", options=names, required=True, width="medium",
+                                                    help="A topic-level config (Kafka's schema)"),
+            "Value": st.column_config.TextColumn("Value", width="large",
+                                                 help="As kafka-configs --add-config takes it; checked as you type"),
+        })
+    values: dict[str, str] = {}
+    problems: list[tuple[str, str]] = []
+    for i, row in enumerate(edited.to_dict("records")):
+        k, v = row.get("Key"), row.get("Value")
+        if _blank(k) or not str(k).strip():
+            if not _blank(v) and str(v).strip():
+                problems.append((f"row {i + 1}", f"row {i + 1} has the value {v!r} but no key"))
+            continue
+        k = str(k).strip()
+        v = "" if _blank(v) else str(v)
+        if k in values:
+            problems.append((k, f"{k} is set twice; keep one row per key"))
+            continue
+        values[k] = v
+        if current.get(k) == v:
+            continue
+        d = TOPIC_CONFIGS.get(k)
+        if d is None:
+            problems.append((k, f"Unknown topic config name: {k}"))
+            continue
+        try:
+            values[k] = d.normalise(v)
+        except KeelError as e:
+            problems.append((k, str(e)))
+    return values, problems
+
+
+def show_config_problems(problems: list[tuple[str, str]]) -> None:
+    for k, message in problems:
+        st.error(f"**{k}**: {message}", icon=":material/error:")
+
+
+def config_schema_table(keys) -> pd.DataFrame:
+    rows = []
+    for k in keys:
+        d = TOPIC_CONFIGS.get(k)
+        if d is None:
+            rows.append({"Key": k, "Type": "?", "Kafka default": "", "Valid values": "", "Description":
+                         "not a topic config Kafka 1.1 - 3.9 knows"})
+            continue
+        rows.append({"Key": k, "Type": d.type, "Kafka default": d.default if d.default != "" else '""',
+                     "Valid values": d.valid_values,
+                     "Description": d.doc + (f" ({d.deprecated})" if d.deprecated else "")})
+    return pd.DataFrame(rows, columns=["Key", "Type", "Kafka default", "Valid values", "Description"])

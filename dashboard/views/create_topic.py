@@ -1,0 +1,266 @@
+"""Create topic: a form checked as you type, the exact placement Kafka's algorithm gives, and the write.
+
+The placement is drawn once per set of inputs: the random start index and shift come from a seeded
+`random.Random` whose seed lives in the session (Reshuffle draws a new one), so reruns do not reshuffle.
+The Create button writes the draft bound to it when the page was drawn, i.e. the one on screen;
+core.zk.topic_admin.create_topic re-validates it against live state first.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pandas as pd
+import streamlit as st
+
+from core.assignment import RackAwareMode
+from core.errors import KeelError
+from core.model import ClusterSnapshot
+from core.topics import (
+    TOPIC_CONFIGS,
+    CreateTopicDraft,
+    check_collision,
+    check_not_exists,
+    collision_warning,
+    draft_create_topic,
+    is_internal,
+    kafka_topics_command,
+    validate_topic_name,
+)
+from core.zk import topic_admin
+from dashboard import actions, charts, state
+
+RESULT = "ct_result"
+SEED = "ct_seed"
+CACHE = "ct_draft_cache"  # (inputs fingerprint, snapshot, draft, draft fingerprint)
+TABLE = "ct_table_cache"  # (draft fingerprint, preview table)
+MAX_COMMAND_PARTITIONS = 2000  # beyond this the kafka-topics.sh line is offered as a download
+PLACEMENTS = ("Kafka's algorithm", "Explicit replica assignment")
+RACK_MODES = {
+    RackAwareMode.ENFORCED.value: "enforced — replicas spread over racks; every broker must have a rack "
+                                  "(kafka-topics' default)",
+    RackAwareMode.DISABLED.value: "disabled — ignore racks (--disable-rack-aware)",
+    RackAwareMode.SAFE.value: "safe — use racks only if every broker has one (what brokers do on auto-create)",
+}
+
+ctx = state.page_context()
+conn = ctx.conn
+cfg = ctx.config
+st.title("Create topic", anchor=False)
+st.caption(f"Cluster **{ctx.cluster.name}** · placement computed with Kafka's own replica-assignment algorithm "
+           "over the live brokers")
+snap = state.live_snapshot(conn, in_fragment=False)
+if SEED not in st.session_state:
+    st.session_state[SEED] = random.SystemRandom().randrange(2 ** 31)
+
+
+def _reshuffle() -> None:
+    st.session_state[SEED] = random.SystemRandom().randrange(2 ** 31)
+
+
+def _create(draft: CreateTopicDraft, context: str) -> None:
+    def work() -> str:
+        applied = topic_admin.create_topic(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
+                                           actor=actions.actor())
+        conn.await_change(lambda s: s.topic(draft.name) is not None)
+        return f"{applied.summary[0].upper()}{applied.summary[1:]} (action #{applied.action_id} in History)."
+
+    if actions.run(RESULT, work, cfg=cfg, action=f"create topic {draft.name}", context=context):
+        st.session_state["ct_name"] = ""  # the next topic starts from a clean name and a fresh draw
+        _reshuffle()
+
+
+def name_problems(snapshot: ClusterSnapshot, name: str) -> KeelError | None:
+    try:
+        validate_topic_name(name)
+        if is_internal(name):
+            return KeelError(f"Topic {name} is a Kafka internal topic; the brokers create it themselves.")
+        check_not_exists(name, (t.name for t in snapshot.topics), snapshot.in_progress.deletion)
+        check_collision(name, (t.name for t in snapshot.topics))
+    except KeelError as e:
+        return e
+    return None
+
+
+def rack_spread(snapshot: ClusterSnapshot, draft: CreateTopicDraft) -> tuple[int, int, list[int]] | None:
+    """(racks, required racks per partition, partitions spanning fewer) or None without rack information."""
+    rack_of = {b.id: b.rack for b in snapshot.brokers if b.alive}
+    racks = {r for r in rack_of.values() if r is not None}
+    if not racks:
+        return None
+    required = min(draft.replication_factor, len(racks))
+    short = [p for p, reps in draft.assignment.items() if len({rack_of.get(b) for b in reps} - {None}) < required]
+    return len(racks), required, short
+
+
+def preview_table(snapshot: ClusterSnapshot, draft: CreateTopicDraft) -> pd.DataFrame:
+    rack_of = {b.id: b.rack for b in snapshot.brokers}
+    rows = [{"Partition": p, "Leader": reps[0], "Replicas": actions.ids(reps),
+             "Racks": ", ".join(rack_of.get(b) or "—" for b in reps),
+             "Distinct racks": len({rack_of.get(b) for b in reps} - {None})}
+            for p, reps in sorted(draft.assignment.items())]
+    return pd.DataFrame(rows, columns=["Partition", "Leader", "Replicas", "Racks", "Distinct racks"])
+
+
+alive = [b for b in snap.brokers if b.alive]
+if not alive:
+    st.error("No broker is alive: there is nowhere to place a topic.", icon=":material/dns:")
+    st.stop()
+
+# --- the form ---------------------------------------------------------------------------------------
+
+st.subheader("Topic", anchor=False)
+name = st.text_input("Topic name", key="ct_name", live=True, placeholder="e.g. orders.v1",
+                     help="ASCII letters, digits, '.', '_' and '-'; at most 249 characters. Checked as you type.")
+name = (name or "").strip()
+name_error = name_problems(snap, name) if name else None
+if name_error is not None:
+    actions.show_error(name_error)
+elif name and collision_warning(name):
+    st.warning(collision_warning(name), icon=":material/warning:")
+
+placement = st.radio("Placement", PLACEMENTS, horizontal=True, key="ct_placement")
+partitions = rf = None
+rack_mode = RackAwareMode.ENFORCED.value
+fixed = -1
+assignment_text = None
+if placement == PLACEMENTS[0]:
+    c = st.columns([1, 1, 2, 1], vertical_alignment="bottom")
+    partitions = int(c[0].number_input("Partitions", min_value=1, max_value=2 ** 31 - 1, value=6, step=1,
+                                       key="ct_partitions"))
+    rf = int(c[1].number_input("Replication factor", min_value=1, max_value=32767, value=min(3, len(alive)),
+                               step=1, key="ct_rf", help=f"{len(alive)} broker(s) alive"))
+    rack_mode = c[2].selectbox("Rack awareness", list(RACK_MODES), format_func=lambda m: RACK_MODES[m],
+                               key="ct_rack_mode")
+    fixed = int(c[3].number_input("Fixed start index", min_value=-1, value=-1, step=1, key="ct_fixed",
+                                  help="-1: Kafka's random start index and shift (seeded here, so the preview "
+                                       "is stable). ≥ 0: both fixed, as kafka's tests use."))
+    if fixed < 0:
+        r = st.columns([4, 1], vertical_alignment="center")
+        r[0].caption(f"Random start index and replica shift drawn with seed `{st.session_state[SEED]}`: the "
+                     "preview below is exactly what Create writes.")
+        r[1].button("Reshuffle", icon=":material/shuffle:", on_click=_reshuffle, key="ct_reshuffle",
+                    width="stretch")
+else:
+    assignment_text = st.text_area(
+        "Replica assignment", key="ct_assignment", placeholder="1:2:3,2:3:1,3:1:2",
+        help="As kafka-topics --replica-assignment: partitions separated by ',', the replicas of one partition "
+             "by ':', the first replica is the preferred leader.")
+
+st.subheader("Config overrides", anchor=False)
+overrides, problems = actions.config_editor("ct_config")
+actions.show_config_problems(problems)
+if overrides:
+    st.dataframe(actions.config_schema_table(overrides), hide_index=True, key="ct_config_schema")
+with st.expander("All topic configs (Kafka 1.1 – 3.9)"):
+    st.dataframe(actions.config_schema_table(TOPIC_CONFIGS), hide_index=True, key="ct_config_all")
+
+# --- the draft and its preview ------------------------------------------------------------------------
+
+st.subheader("Preview", anchor=False)
+draft: CreateTopicDraft | None = None
+if not name:
+    st.info("Enter a topic name to see the placement.", icon=":material/edit:")
+elif name_error is None and not problems:
+    inputs = actions.fingerprint(name, placement, partitions, rf, rack_mode, fixed, st.session_state[SEED],
+                                 assignment_text, overrides)
+    cached = st.session_state.get(CACHE)
+    try:
+        if cached is not None and cached[0] == inputs and cached[1] is snap:
+            draft = cached[2]  # same inputs, same cluster state: the same draft (big topics are not recomputed)
+        elif placement == PLACEMENTS[0]:
+            draft = draft_create_topic(snap, name, partitions, rf, config=overrides, rack_mode=rack_mode,
+                                       rng=random.Random(st.session_state[SEED]), fixed_start_index=fixed)
+        elif not (assignment_text or "").strip():
+            st.info("Enter a replica assignment.", icon=":material/edit:")
+        else:
+            draft = draft_create_topic(snap, name, config=overrides, replica_assignment=assignment_text)
+        if draft is not None and (cached is None or cached[2] is not draft):
+            cached = (inputs, snap, draft, actions.fingerprint(draft.name, draft.assignment, draft.config))
+            st.session_state[CACHE] = cached
+    except KeelError as e:
+        key = getattr(e, "key", None)
+        st.error((f"**{key}**: " if key else "") + str(e), icon=":material/error:")
+
+context = None
+if draft is not None:
+    context = st.session_state[CACHE][3]
+    for w in draft.warnings:
+        if w != collision_warning(name):
+            st.warning(w, icon=":material/warning:")
+    spread = rack_spread(snap, draft)
+    m = st.columns(4)
+    used = {b for reps in draft.assignment.values() for b in reps}
+    m[0].metric("Partitions", f"{draft.partitions:,}", border=True)
+    m[1].metric("Replication factor", draft.replication_factor, border=True)
+    m[2].metric("Brokers used", f"{len(used)} / {len(alive)}", border=True)
+    m[3].metric("Replicas", f"{draft.partitions * draft.replication_factor:,}", border=True)
+    if spread is None:
+        st.caption("No broker has a rack: rack spread not checked.")
+    else:
+        racks, required, short = spread
+        if short:
+            shown = ", ".join(map(str, short[:20])) + (" …" if len(short) > 20 else "")
+            st.warning(f"{len(short):,} partition(s) span fewer than {required} of the {racks} racks: {shown}. "
+                       "Losing one rack can take out more replicas of them than intended.", icon=":material/warning:")
+        else:
+            st.success(f"Rack spread: every partition has replicas on {required} different racks "
+                       f"(min(replication factor, {racks} racks)).", icon=":material/check_circle:")
+
+    table = st.session_state.get(TABLE)
+    if table is None or table[0] != context:
+        table = (context, preview_table(snap, draft))
+        st.session_state[TABLE] = table
+    table = table[1]
+    shown = actions.page_of(table, "ct_preview_pages", label="partitions")
+    st.dataframe(shown, hide_index=True, key="ct_preview", height=min(420, 38 + 35 * max(len(shown), 1)),
+                 column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small"),
+                                "Leader": st.column_config.NumberColumn("Leader (preferred)", format="%d",
+                                                                        width="small")})
+
+    replicas = Counter(b for reps in draft.assignment.values() for b in reps)
+    leaders = Counter(reps[0] for reps in draft.assignment.values())
+    ids_ = [b.id for b in alive]
+    racks_ = [b.rack for b in alive]
+    alive_ = [True] * len(alive)
+    colors = charts.rack_colors(racks_)
+    left, right = st.columns(2)
+    left.plotly_chart(charts.per_broker_bars(ids_, [replicas[b] for b in ids_], racks_, alive_,
+                                             title="Replicas of the new topic per broker", y_title="Replicas",
+                                             colors=colors),
+                      key="ct_replicas_chart", config={"displayModeBar": False})
+    right.plotly_chart(charts.per_broker_bars(ids_, [leaders[b] for b in ids_], racks_, alive_,
+                                              title="Preferred leaders of the new topic per broker",
+                                              y_title="Leaders", colors=colors),
+                       key="ct_leaders_chart", config={"displayModeBar": False})
+
+    st.markdown("**Equivalent command** (explicit assignment, so it places replicas exactly as above)")
+    try:
+        command = kafka_topics_command(draft, actions.bootstrap_servers(snap))
+        if draft.partitions <= MAX_COMMAND_PARTITIONS:
+            st.code(command, language="bash", wrap_lines=True)
+        else:
+            st.code(command[:400] + " …", language="bash", wrap_lines=True)
+            st.download_button(f"Download the full command ({len(command):,} characters)", command + "\n",
+                               file_name=f"create-{draft.name}.sh", mime="text/x-shellscript",
+                               key="ct_command_download", icon=":material/download:")
+        st.caption("Kafka before 2.2: use `--zookeeper <connect string>` instead of `--bootstrap-server`.")
+    except KeelError as e:
+        st.caption(f"No kafka-topics.sh equivalent: {e}")
+
+# --- create -------------------------------------------------------------------------------------------
+
+st.subheader("Create", anchor=False)
+reason = actions.blocked_reason(cfg, f"create topic {name or '…'}")
+actions.show_blocked(reason)
+confirmed = False
+if draft is not None:
+    confirmed = st.checkbox(f"I have reviewed the placement of **{draft.name}** ({draft.partitions:,} partitions × "
+                            f"{draft.replication_factor} replicas)", key=f"ct_confirm_{context}",
+                            disabled=reason is not None)
+st.button("Create topic", type="primary", icon=":material/add_circle:", key="ct_create",
+          disabled=reason is not None or draft is None or not confirmed,
+          help=reason or (None if draft is not None else "Fix the form first"),
+          on_click=_create, args=(draft, context) if draft is not None else None)
+actions.show(RESULT, context=context)

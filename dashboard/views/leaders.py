@@ -1,0 +1,271 @@
+"""Leaders: preferred-leader imbalance, the partitions off their preferred leader (and whether an election
+would move them), and the one-click preferred-leader election with its outcome, live.
+
+The preview comes from core.elections on the live snapshot; the button calls core.zk.election.trigger,
+which re-reads live state, refuses while an election is in flight, and writes only the partitions the
+controller would actually move.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+import streamlit as st
+
+from core import elections, health
+from core.errors import KeelError
+from core.model import NO_LEADER, ClusterSnapshot
+from core.plans import format_election
+from core.zk import election
+from dashboard import actions, charts, state
+
+RESULT = "ld_result"
+LAST = "ld_last_election"
+SCOPES = ("All partitions", "One topic", "One broker", "Chosen partitions")
+MAX_CHOICES = 2000  # partitions offered in the multiselect; narrow with a topic or broker scope beyond that
+CANDIDATE_COLUMNS = ["Topic", "Partition", "Leader", "Preferred", "Eligible", "Reason"]
+
+ctx = state.page_context()
+conn = ctx.conn
+cfg = ctx.config
+st.title("Leaders", anchor=False)
+st.caption(f"Cluster **{ctx.cluster.name}** · the controller elects a partition's preferred (first) replica only "
+           "when it is alive and in the ISR")
+state.live_snapshot(conn, in_fragment=False)
+
+
+def tp(key: tuple[str, int]) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+def parse_tp(text: str) -> tuple[str, int]:
+    topic, _, partition = text.rpartition("-")
+    return topic, int(partition)
+
+
+def candidate_table(cands: list[elections.Candidate]) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "Topic": c.topic, "Partition": c.partition,
+        "Leader": "none" if c.leader == NO_LEADER else str(c.leader), "Preferred": c.preferred,
+        "Eligible": "yes" if c.eligible else "no", "Reason": c.reason or "will be elected",
+    } for c in cands], columns=CANDIDATE_COLUMNS)
+
+
+def reasons_table(cands) -> pd.DataFrame:
+    counts = Counter(c.reason for c in cands if not c.eligible)
+    return pd.DataFrame([{"Why not": r, "Partitions": n} for r, n in counts.most_common()],
+                        columns=["Why not", "Partitions"])
+
+
+def topic_options(snap: ClusterSnapshot, cands) -> tuple[Counter, list[str]]:
+    """Topic names, those with the most partitions off their preferred leader first."""
+    off = Counter(c.topic for c in cands)
+    return off, sorted((t.name for t in snap.topics), key=lambda n: (-off[n], n))
+
+
+def _trigger(scope: dict, context: str) -> None:
+    def work() -> str:
+        done = election.trigger(conn.write_session(), actions.store(), cluster=ctx.cluster.name,
+                                actor=actions.actor(), **scope)
+        sel = done.selection
+        st.session_state[LAST] = {"action_id": done.action_id, "scope": sel.scope,
+                                  "keys": [list(k) for k in sel.partitions],
+                                  "ineligible": len(sel.ineligible)}
+        keys = set(sel.partitions)
+        conn.await_change(lambda s: bool(s.in_progress.preferred_election)
+                          or all(o.elected for o in elections.outcomes(s, keys)), timeout=3)
+        return (f"Election written to /admin/preferred_replica_election for {len(keys):,} partition(s) of "
+                f"{sel.scope}" + (f"; {len(sel.ineligible):,} not eligible were left out" if sel.ineligible else "")
+                + f" (action #{done.action_id} in History).")
+
+    actions.run(RESULT, work, cfg=cfg, action="trigger a preferred leader election", scope="leaders",
+                context=context)
+
+
+def _dismiss() -> None:
+    st.session_state.pop(LAST, None)
+    actions.clear(RESULT)
+
+
+def scope_picker(snap: ClusterSnapshot, cands: list[elections.Candidate]) -> dict | None:
+    kind = st.radio("Scope", SCOPES, horizontal=True, key="ld_scope")
+    if kind == SCOPES[0]:
+        return {"all_partitions": True}
+    if kind == SCOPES[1]:
+        off, names = conn.derived("leaders.topic_options", snap, lambda s: topic_options(s, cands))
+        topic = st.selectbox("Topic", names, key="ld_topic", index=None, placeholder="Choose a topic…",
+                             format_func=lambda n: f"{n} ({off[n]:,} off preferred)" if off[n] else n)
+        return None if topic is None else {"topic": topic}
+    if kind == SCOPES[2]:
+        loads = {b.broker_id: b for b in conn.derived("summary", snap, health.summarize).brokers}
+
+        def label(b: int) -> str:
+            load = loads.get(b)
+            if load is None or load.imbalance_ratio is None:
+                return f"broker {b}"
+            return (f"broker {b}{'' if load.alive else ' (down)'} — {load.preferred_not_leading:,} of "
+                    f"{load.preferred:,} not led by it ({load.imbalance_ratio * 100:.0f}%)")
+        broker = st.selectbox("Broker (partitions whose preferred leader it is)", [b.id for b in snap.brokers],
+                              key="ld_broker", index=None, placeholder="Choose a broker…", format_func=label)
+        return None if broker is None else {"broker": int(broker)}
+    options = [tp(c.key) for c in cands]
+    if len(options) > MAX_CHOICES:
+        st.caption(f"Offering the first {MAX_CHOICES:,} of {len(options):,} partitions off their preferred leader; "
+                   "use the topic or broker scope for the rest.")
+        options = options[:MAX_CHOICES]
+    chosen = st.multiselect("Partitions (off their preferred leader)", options, key="ld_partitions",
+                            placeholder="topic-partition…")
+    return {"partitions": [parse_tp(x) for x in chosen]} if chosen else None
+
+
+def last_election(snap: ClusterSnapshot) -> None:
+    last = st.session_state.get(LAST)
+    if not last:
+        return
+    keys = [tuple(k) for k in last["keys"]]
+    outs = conn.derived("leaders.outcomes", snap, lambda s: elections.outcomes(s, keys), key=last["action_id"])
+    in_flight = set(snap.in_progress.preferred_election)
+    pending = any(k in in_flight for k in keys)
+    elected = sum(o.elected for o in outs)
+    with st.container(border=True):
+        head = st.columns([5, 1], vertical_alignment="center")
+        head[0].markdown(f"**Election #{last['action_id']}** — {last['scope']}: **{elected:,} of {len(outs):,}** "
+                         "partitions now led by their preferred replica")
+        head[1].button("Dismiss", key="ld_dismiss", on_click=_dismiss, width="stretch")
+        if pending:
+            st.info("In flight: /admin/preferred_replica_election is still there; the controller has not finished. "
+                    "This table updates live.", icon=":material/hourglass_top:")
+        elif elected == len(outs):
+            st.success("Done: the controller removed /admin/preferred_replica_election and every partition is led "
+                       "by its preferred replica.", icon=":material/check_circle:")
+        else:
+            st.warning(f"Done: the controller removed /admin/preferred_replica_election; {len(outs) - elected:,} "
+                       "partition(s) are still not led by their preferred replica (see why below).",
+                       icon=":material/warning:")
+        df = pd.DataFrame([{"Topic": o.topic, "Partition": o.partition,
+                            "Outcome": "elected" if o.elected else ("waiting" if pending else "not elected"),
+                            "Leader": "none" if o.leader == NO_LEADER else str(o.leader), "Detail": o.detail}
+                           for o in outs], columns=["Topic", "Partition", "Outcome", "Leader", "Detail"])
+        not_elected = Counter(o.detail for o in outs if not o.elected)
+        if not_elected and not pending:
+            st.dataframe(pd.DataFrame([{"Why not": r, "Partitions": n} for r, n in not_elected.most_common()]),
+                         hide_index=True, key="ld_outcome_reasons")
+        shown = actions.page_of(df, "ld_outcome_pages", label="partitions")
+        st.dataframe(shown.style.map(lambda v: {"elected": "color: #2CA02C; font-weight: 600",
+                                                "not elected": "color: #D62728; font-weight: 600",
+                                                "waiting": "color: #E69F00"}.get(v, ""), subset=["Outcome"]),
+                     hide_index=True, key="ld_outcome", height=min(360, 38 + 35 * max(len(shown), 1)),
+                     column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small")})
+
+
+@st.fragment(run_every=state.REFRESH_SECONDS)
+def live() -> None:
+    snap = state.live_snapshot(conn, in_fragment=True)
+    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    cands: list[elections.Candidate] = conn.derived("leaders.candidates", snap, elections.candidates)
+    eligible = sum(c.eligible for c in cands)
+    threshold = summary.leader_imbalance_threshold
+
+    m = st.columns(5)
+    m[0].metric("Off preferred leader", f"{len(cands):,}", border=True,
+                help="Partitions whose leader is not their first replica (leader -1 included)")
+    m[1].metric("Electable now", f"{eligible:,}", border=True,
+                help="Preferred replica alive and in the ISR, partition not being reassigned or deleted")
+    m[2].metric("Not electable", f"{len(cands) - eligible:,}", border=True)
+    m[3].metric("Imbalance threshold", f"{threshold}%", border=True,
+                help="leader.imbalance.per.broker.percentage (Kafka default 10)")
+    m[4].metric("Brokers over threshold", len(summary.brokers_over_threshold), border=True)
+
+    in_flight = snap.in_progress.preferred_election
+    if in_flight:
+        st.info(f"A preferred-leader election is in flight for {len(in_flight):,} partition(s) "
+                "(/admin/preferred_replica_election exists); another one is refused until the controller finishes.",
+                icon=":material/hourglass_top:")
+
+    loads = summary.brokers
+    st.plotly_chart(charts.imbalance_chart([b.broker_id for b in loads], [b.imbalance_ratio for b in loads],
+                                           [b.alive for b in loads], threshold),
+                    key="ld_imbalance_chart", config={"displayModeBar": False})
+
+    # --- the partitions off their preferred leader --------------------------------------------------
+    st.subheader("Partitions off their preferred leader", anchor=False)
+    if not cands:
+        st.success("Every partition is led by its preferred replica.", icon=":material/check_circle:")
+    else:
+        reasons = reasons_table(cands)
+        if len(reasons):
+            st.dataframe(reasons, hide_index=True, key="ld_reasons")
+        table = conn.derived("leaders.table", snap, lambda s: candidate_table(cands))
+        f1, f2 = st.columns([3, 1], vertical_alignment="bottom")
+        needle = f1.text_input("Filter by topic", key="ld_filter", placeholder="name contains…")
+        only_blocked = f2.toggle("Only not electable", key="ld_only_blocked")
+        view = table
+        if needle.strip():
+            view = view[view["Topic"].str.contains(needle.strip(), case=False, regex=False)]
+        if only_blocked:
+            view = view[view["Eligible"] == "no"]
+        shown = actions.page_of(view, "ld_cand_pages", label="partitions")
+        st.dataframe(shown.style.map(lambda v: "color: #D62728" if v == "no" else "color: #2CA02C",
+                                     subset=["Eligible"]),
+                     hide_index=True, key="ld_candidates", height=min(420, 38 + 35 * max(len(shown), 1)),
+                     column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small"),
+                                    "Preferred": st.column_config.NumberColumn(format="%d", width="small"),
+                                    "Reason": st.column_config.TextColumn(width="large")})
+
+    # --- the election ------------------------------------------------------------------------------
+    st.subheader("Preferred-leader election", anchor=False)
+    reason = actions.blocked_reason(cfg, "trigger a preferred leader election")
+    actions.show_blocked(reason)
+    scope = scope_picker(snap, cands)
+    context = None
+    selection = None
+    if scope is not None:
+        try:
+            selection = conn.derived("leaders.selection", snap, lambda s: elections.select(s, **scope),
+                                     key=repr(sorted(scope.items())))
+        except KeelError as e:
+            actions.show_error(e)
+    if selection is not None:
+        keys = selection.partitions
+        context = actions.fingerprint(scope, keys)
+        n_in, n_out = len(selection.eligible), len(selection.ineligible)
+        if not n_in and not n_out:
+            st.success(f"Nothing to do in {selection.scope}: all {selection.already_preferred:,} partition(s) are "
+                       "led by their preferred replica.", icon=":material/check_circle:")
+        elif not n_in:
+            why = "; ".join(f"{r['Why not']} ({r['Partitions']:,})" for _, r in
+                            reasons_table(selection.ineligible).iterrows())
+            st.warning(f"Nothing to elect in {selection.scope}: {n_out:,} partition(s) are off their preferred "
+                       f"leader but the controller would not move them — {why}.", icon=":material/block:")
+        else:
+            st.markdown(f"In **{selection.scope}**: **{n_in:,}** partition(s) will move to their preferred leader"
+                        + (f", **{n_out:,}** cannot" if n_out else "")
+                        + f"; {selection.already_preferred:,} already led by their preferred replica.")
+            if n_out:
+                st.dataframe(reasons_table(selection.ineligible), hide_index=True, key="ld_selection_reasons")
+            before = conn.derived("leaders.before", snap, elections.leaders_per_broker)
+            after = conn.derived("leaders.after", snap, lambda s: elections.leaders_per_broker(s, keys),
+                                 key=context)
+            ids = list(before)
+            alive = snap.alive_broker_ids
+            st.plotly_chart(charts.before_after_bars(ids, [before[b] for b in ids], [after.get(b, 0) for b in ids],
+                                                     [b in alive for b in ids]),
+                            key="ld_before_after", config={"displayModeBar": False})
+        if n_in:
+            data = conn.derived("leaders.json", snap, lambda s: format_election(keys), key=context)
+            c = st.columns([3, 2], vertical_alignment="center")
+            ok = c[0].checkbox(f"Move the leadership of {n_in:,} partition(s) to their preferred replica",
+                               key=f"ld_confirm_{context}", disabled=reason is not None)
+            c[1].download_button(f"Download election JSON ({n_in:,} partitions)", data,
+                                 file_name="preferred-election.json", mime="application/json",
+                                 key="ld_download", icon=":material/download:", width="stretch",
+                                 help="For kafka-leader-election.sh --election-type preferred "
+                                      "--path-to-json-file (or kafka-preferred-replica-election.sh before 2.4)")
+            st.button("Elect preferred leaders", type="primary", icon=":material/how_to_vote:", key="ld_elect",
+                      disabled=reason is not None or not ok, help=reason, on_click=_trigger, args=(scope, context))
+    actions.show(RESULT, scope="leaders", context=context)
+    last_election(snap)
+
+
+live()
