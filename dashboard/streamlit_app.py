@@ -29,7 +29,11 @@ PAGES = {
     ],
     "Change": [
         st.Page("views/create_topic.py", title="Create topic", icon=":material/add_circle:"),
+        st.Page("views/reassign.py", title="Reassign", icon=":material/swap_horiz:"),
         st.Page("views/history.py", title="History", icon=":material/history:"),
+    ],
+    "Fleet": [
+        st.Page("views/fleet.py", title="Fleet heatmaps", icon=":material/grid_view:"),
     ],
 }
 page = st.navigation(PAGES)

@@ -1,0 +1,4 @@
+"""Placeholder until the page lands."""
+import streamlit as st
+
+st.info("Coming soon.")
