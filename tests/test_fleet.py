@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from core.cli import build_parser
 from core.assignment import assign_replicas
 from core.errors import SnapshotFormatError
 from core.fleet import commands
@@ -268,7 +269,7 @@ def test_export_cli_replaces_a_cluster_atomically(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something/else"}')
     with pytest.raises(SnapshotFormatError):
-        commands.cmd_export(commands.build_parser().parse_args(["fleet", "export", "--snapshot", str(bad),
+        commands.cmd_export(build_parser().parse_args(["fleet", "export", "--snapshot", str(bad),
                                                                 "--out", str(store)]))
     assert run_cli("export", "--snapshot", bad, "--out", store) == 1
     assert run_cli("export", "--snapshot", snap_file, "--out", store, "--cluster", "no/slashes") == 1

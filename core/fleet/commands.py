@@ -15,7 +15,7 @@ import argparse
 import sys
 import time
 
-from core.errors import KeelError, ValidationError
+from core.errors import ValidationError
 from core.fleet.spark import DEFAULT_EXECUTOR_TIMEOUT
 from core.health import IMBALANCE_DEFAULT_PERCENT as LEADER_THRESHOLD_PERCENT
 
@@ -156,23 +156,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             stop_session()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """A parser holding only `fleet` (for tests and `python -m core.fleet.commands fleet ...`)."""
-    parser = argparse.ArgumentParser(prog="python -m core")
-    register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Like core.cli.main, for the fleet commands alone: 0 ok, 1 KeelError (printed), 2 usage."""
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except KeelError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    """`python -m core.fleet.commands fleet ...` is `python -m core fleet ...`."""
+    from core.cli import main as cli_main
+
+    return cli_main(sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":
