@@ -170,3 +170,129 @@ def before_after_bars(
     fig = _layout(fig, title, y_title, height)
     fig.update_layout(legend_title_text="")
     return fig
+
+
+# --- reassignment: before / after -------------------------------------------------------------------------
+
+HEAT_SCALE = "Blues"
+CHANGE_SCALE = [[0.0, "#B2182B"], [0.5, "#F7F7F7"], [1.0, "#2166AC"]]  # losing replicas red, gaining blue
+MAX_CELL_TEXT = 400  # cells per panel above which the counts are not printed in the cells
+
+
+def marked_label(broker_id: int, alive: bool, mark: str | None = None) -> str:
+    """A broker's axis label: "3", "3 (down)", "7 (drain)", "9 (empty)"."""
+    if not alive:
+        return broker_label(broker_id, alive)
+    return f"{broker_id} ({mark})" if mark else f"{broker_id}"
+
+
+def _labels(broker_ids: Sequence[int], alive: Sequence[bool], marks) -> list[str]:
+    marks = marks or {}
+    return [marked_label(b, a, marks.get(b)) for b, a in zip(broker_ids, alive)]
+
+
+def _topic_broker_layout(fig: go.Figure, labels: list[str], topics: Sequence[str], title: str, *,
+                         top_margin: int) -> go.Figure:
+    """Brokers across, topics down (first topic on top), one row of height per topic within bounds."""
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels, title_text="Broker",
+                     showgrid=False)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(topics)[::-1], showgrid=False,
+                     automargin=True)
+    height = max(260, min(900, 110 + 24 * len(topics)))
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=15)), height=height,
+                      margin=dict(l=10, r=10, t=top_margin, b=10), plot_bgcolor="rgba(0,0,0,0)",
+                      paper_bgcolor="rgba(0,0,0,0)", hoverlabel=dict(namelength=-1))
+    return fig
+
+
+def replica_heatmaps(
+    broker_ids: Sequence[int],
+    alive: Sequence[bool],
+    topics: Sequence[str],
+    before: Sequence[Sequence[int]],
+    after: Sequence[Sequence[int]],
+    *,
+    marks: dict[int, str] | None = None,
+    title: str = "Replicas per broker and topic, before and after",
+) -> go.Figure:
+    """Two heatmaps side by side (rows: topics, columns: brokers) on one colour scale, so a cell's shade means the
+    same count in both. Callers fold the long tail of topics into one row; counts are printed in small grids."""
+    from plotly.subplots import make_subplots
+
+    labels = _labels(broker_ids, alive, marks)
+    top = max([1, *(v for row in before for v in row), *(v for row in after for v in row)])
+    show_text = len(topics) * len(labels) <= MAX_CELL_TEXT
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=("Before", "After"))
+    for col, (name, z) in enumerate((("before", before), ("after", after)), start=1):
+        fig.add_trace(go.Heatmap(
+            z=[list(r) for r in z], x=labels, y=list(topics), coloraxis="coloraxis", xgap=1, ygap=1,
+            texttemplate="%{z:,}" if show_text else None,
+            hovertemplate=f"broker %{{x}}<br>topic %{{y}}<br>replicas {name}: %{{z:,}}<extra></extra>"),
+            row=1, col=col)
+    fig.update_layout(coloraxis=dict(colorscale=HEAT_SCALE, cmin=0, cmax=top,
+                                     colorbar=dict(title=dict(text="Replicas"), thickness=12)))
+    return _topic_broker_layout(fig, labels, topics, title, top_margin=60)
+
+
+def replica_change_heatmap(
+    broker_ids: Sequence[int],
+    alive: Sequence[bool],
+    topics: Sequence[str],
+    before: Sequence[Sequence[int]],
+    after: Sequence[Sequence[int]],
+    *,
+    marks: dict[int, str] | None = None,
+    title: str = "Change in replicas per broker and topic (after − before)",
+) -> go.Figure:
+    """One diverging heatmap of after - before: blue where a broker gains replicas of a topic, red where it loses."""
+    labels = _labels(broker_ids, alive, marks)
+    delta = [[a - b for a, b in zip(ra, rb)] for ra, rb in zip(after, before)]
+    reach = max([1, *(abs(v) for row in delta for v in row)])
+    show_text = len(topics) * len(labels) <= MAX_CELL_TEXT
+    fig = go.Figure(go.Heatmap(
+        z=delta, x=labels, y=list(topics), zmin=-reach, zmax=reach, zmid=0, colorscale=CHANGE_SCALE, xgap=1, ygap=1,
+        texttemplate="%{z:+,}" if show_text else None, colorbar=dict(title=dict(text="Δ replicas"), thickness=12),
+        hovertemplate="broker %{x}<br>topic %{y}<br>change: %{z:+,}<extra></extra>"))
+    return _topic_broker_layout(fig, labels, topics, title, top_margin=45)
+
+
+def broker_before_after(
+    broker_ids: Sequence[int],
+    before: Sequence[float],
+    after: Sequence[float],
+    alive: Sequence[bool],
+    *,
+    title: str,
+    y_title: str,
+    marks: dict[int, str] | None = None,
+    unit: str | None = None,
+    names: tuple[str, str] = ("before", "after"),
+    height: int = 320,
+) -> go.Figure:
+    """Grouped bars per broker, before and after a reassignment. `unit="B"` formats bytes with SI prefixes; a down
+    broker is hatched and a drained or empty broker says so in its label. Values are printed on the bars only
+    while there are few brokers."""
+    labels = _labels(broker_ids, alive, marks)
+    marks = marks or {}
+    hatch = ["x" if not a else ("/" if marks.get(b) == "drain" else "") for b, a in zip(broker_ids, alive)]
+    fmt = "%{y:.3s}" + (unit or "") if unit else "%{y:,}"
+    fig = go.Figure()
+    for name, values, color in ((names[0], before, BEFORE_COLOR), (names[1], after, AFTER_COLOR)):
+        fig.add_bar(
+            name=name, x=labels, y=list(values),
+            marker=dict(color=color, pattern=dict(shape=hatch, fgcolor=DOWN_COLOR, size=6)),
+            texttemplate=fmt if len(labels) <= 16 else None, textposition="outside",
+            hovertemplate=f"broker %{{x}}<br>{name}: {fmt}<extra></extra>",
+        )
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(categoryorder="array", categoryarray=labels)
+    top = max([1, *before, *after])
+    fig.update_yaxes(range=[0, top * 1.2])
+    if unit:
+        fig.update_yaxes(tickformat=".3s", ticksuffix=unit)
+    else:
+        _integer_axis(fig, [*before, *after])
+    fig = _layout(fig, title, y_title, height)
+    fig.update_layout(legend_title_text="")
+    return fig

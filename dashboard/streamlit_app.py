@@ -33,10 +33,11 @@ PAGES = {
         st.Page("views/history.py", title="History", icon=":material/history:"),
     ],
     "Fleet": [
-        st.Page("views/fleet.py", title="Fleet heatmaps", icon=":material/grid_view:"),
+        FLEET := st.Page("views/fleet.py", title="Fleet heatmaps", icon=":material/grid_view:"),
     ],
 }
 page = st.navigation(PAGES)
+needs_cluster = page is not FLEET  # the Fleet page reads a fleet store, not a live cluster
 
 cfg = state.config()
 
@@ -46,6 +47,8 @@ if isinstance(cfg, ConfigError):
         st.error("Configuration error", icon=":material/settings_alert:")
     st.title("Keel", anchor=False)
     st.error(str(cfg), icon=":material/settings_alert:")
+    if not needs_cluster:
+        page.run()
     st.stop()
 
 with st.sidebar:
@@ -75,7 +78,8 @@ conn = state.connection(cluster)
 if conn.snapshot() is None:
     status_box.markdown(f"**Connection**  \n:gray[●] Connecting to `{cluster.name}`…")
 conn.ensure()  # a failed connect is retried at once on every full rerun
-state.wait_for_first_snapshot(conn)  # progress in the main area; bounded by connect_timeout
+if needs_cluster:
+    state.wait_for_first_snapshot(conn)  # progress in the main area; bounded by connect_timeout
 
 
 @st.fragment(run_every=state.REFRESH_SECONDS)

@@ -235,6 +235,30 @@ def _has_button(at: AppTest, key: str) -> bool:
         return False
 
 
+def test_the_page_needs_no_cluster_and_survives_a_broken_config(ranked, monkeypatch, tmp_path):
+    # a cluster whose connect would take 30 s: the Fleet page does not wait for it
+    slow = tmp_path / "slow.toml"
+    slow.write_text(f'[clusters.far]\nzk = "127.0.0.1:{free_port()}/none"\nconnect_timeout = 30\n')
+    monkeypatch.setenv("KEEL_CONFIG", str(slow))
+    started = time.monotonic()
+    at = app()
+    assert time.monotonic() - started < 20
+    assert not at.exception, at.exception
+    assert at.dataframe(key="fleet_table").value["rank"].tolist() == list(range(1, TINY.clusters + 1))
+
+    # a config Keel cannot read: the error is shown and the fleet is still drawn
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[clusters.x\n")
+    monkeypatch.setenv("KEEL_CONFIG", str(broken))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = app()
+    assert not at.exception, at.exception
+    assert str(broken) in errors(at)
+    assert at.dataframe(key="fleet_table").value["rank"].tolist() == list(range(1, TINY.clusters + 1))
+    assert "not in the Keel config" in texts(at.caption)
+
+
 # --- failures: typed errors, nothing written -------------------------------------------------------
 
 

@@ -1,0 +1,463 @@
+"""The Reassign page's plain-data helpers: the planner request from the page's inputs, an imported plan scored like a
+planned one, and a plan shaped for drawing (broker x topic counts with the long tail folded, per-broker loads, the
+diff and status tables, the time estimate, waves as executable documents).
+
+No streamlit and no ZooKeeper here: the page (dashboard/views/reassign.py) draws, core computes, and this module
+only reshapes, so it is unit-testable in microseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from core.balance import STRATEGIES, PlanRequest, PlanResult
+from core.balance.base import finish, resolve
+from core.errors import KeelError
+from core.model import NO_LEADER, ClusterSnapshot
+from core.plans import ReassignmentPlan, parse_reassignment, rollback_for, validate_reassignment
+from core.zk.reassign import COMPLETE, IN_FLIGHT, NOT_AT_TARGET, PartitionStatus
+
+Key = tuple[str, int]
+
+GOAL_REBALANCE = "Rebalance topics"
+GOAL_FILL = "Fill new brokers"
+GOAL_DRAIN = "Drain brokers"
+GOAL_RF = "Change replication factor"
+GOAL_IMPORT = "Import a plan"
+GOALS = (GOAL_REBALANCE, GOAL_FILL, GOAL_DRAIN, GOAL_RF, GOAL_IMPORT)
+IMPORTED = "imported"
+DEFAULT_STRATEGY = "balanced"
+
+MB = 1_000_000  # throttles are typed in MB/s (decimal, as Kafka's --throttle is bytes/s)
+DEFAULT_THROTTLE_MB = 50.0
+TOP_TOPICS = 20  # heatmap rows at most, the "other" row included
+MAX_HEATMAP_CELLS = 6000  # per heatmap; more brokers get fewer topic rows
+MAX_JSON_PREVIEW = 20_000  # characters of plan JSON shown inline; the downloads have it all
+
+DIFF_COLUMNS = ["Topic", "Partition", "Before", "After", "Added", "Removed", "Moves", "Preferred leader"]
+STATUS_COLUMNS = ["Topic", "Partition", "Status", "Replicas now", "Target"]
+STATUS_ORDER = {IN_FLIGHT: 0, NOT_AT_TARGET: 1, COMPLETE: 2}
+
+
+def strategies() -> list[str]:
+    """Strategy names, the default first."""
+    return sorted(STRATEGIES, key=lambda n: (n != DEFAULT_STRATEGY, n))
+
+
+def digest(data: str | bytes | None) -> str | None:
+    if data is None:
+        return None
+    return hashlib.sha1(data.encode() if isinstance(data, str) else data).hexdigest()[:16]
+
+
+# --- the plan, as the page holds it ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan ready to draw and execute: the engine's scored result and the exact document Execute writes."""
+
+    source: str  # the strategy, or "imported"
+    result: PlanResult
+    plan: ReassignmentPlan  # what Execute writes: the planned changes, or an imported document as given
+    plan_json: str
+    rollback_json: str
+    fingerprint: str  # of the document: confirmations are keyed on it
+    seconds: float  # how long planning (or parsing and scoring) took
+    warnings: tuple[str, ...]
+    sizes: Mapping[Key, int] | None = None
+    extras: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # derived tables, once each
+
+    @property
+    def empty(self) -> bool:
+        return not self.result.proposed and not any(
+            e.replicas != self.before.get((e.topic, e.partition)) for e in self.plan.entries)
+
+    @property
+    def before(self) -> dict[Key, tuple[int, ...]]:
+        """The scope's replicas before the plan (every partition the planner looked at)."""
+        cached = self.extras.get("before")
+        if cached is None:
+            rollback = self.result.rollback
+            cached = {k: rollback.get(k, v) for k, v in self.result.target.items()}
+            self.extras["before"] = cached
+        return cached
+
+    def derived(self, name: str, fn):
+        """fn(), computed once per plan (plans are cached per snapshot and request, so once per plan made)."""
+        if name not in self.extras:
+            self.extras[name] = fn()
+        return self.extras[name]
+
+
+def build_request(snapshot: ClusterSnapshot, goal: str, strategy: str, *, topics: Sequence[str] = (),
+                  drain: Sequence[int] = (), replication_factor: int | None = None,
+                  sizes: Mapping[Key, int] | None = None, max_moves: int | None = None, seed: int = 0,
+                  rack_aware: bool = True, per_topic_spread: bool = False, wave_partitions: int | None = None,
+                  wave_broker_moves: int | None = None) -> PlanRequest | None:
+    """The engine's request for a goal, or None while the goal still lacks its input (no broker to drain, ...).
+
+    kafka-generate needs the topics named (as --generate needs --topics-to-move-json-file): "all topics" is then
+    every topic not queued for deletion, listed."""
+    chosen: tuple[str, ...] | None = tuple(sorted(topics)) or None
+    rf = None
+    drain_ids: tuple[int, ...] = ()
+    if goal == GOAL_FILL:
+        chosen = None
+    elif goal == GOAL_DRAIN:
+        if not drain:
+            return None
+        chosen, drain_ids = None, tuple(sorted(int(b) for b in drain))
+    elif goal == GOAL_RF:
+        if not chosen or replication_factor is None:
+            return None
+        rf = int(replication_factor)
+    elif goal != GOAL_REBALANCE:
+        return None
+    if chosen is None and strategy != DEFAULT_STRATEGY:
+        deleting = set(snapshot.in_progress.deletion)
+        chosen = tuple(t.name for t in snapshot.topics if t.name not in deleting and t.partitions)
+    return PlanRequest(topics=chosen, drain_brokers=drain_ids, replication_factor=rf,
+                       partition_sizes=dict(sizes) if sizes is not None else None, max_moves=max_moves,
+                       seed=int(seed), rack_aware=rack_aware, per_topic_spread=per_topic_spread,
+                       wave_partitions=wave_partitions, wave_broker_moves=wave_broker_moves)
+
+
+def request_key(strategy: str, request: PlanRequest, sizes_digest: str | None) -> str:
+    """A short stable key of a request (sizes by the digest of the data they came from)."""
+    fields = {k: v for k, v in request.__dict__.items() if k != "partition_sizes"}
+    text = repr((strategy, sorted(fields.items(), key=lambda kv: kv[0]), sizes_digest))
+    return digest(text) or ""
+
+
+def run_planner(snapshot: ClusterSnapshot, strategy: str, request: PlanRequest) -> Planned:
+    started = time.perf_counter()
+    result = STRATEGIES[strategy](snapshot, request)
+    plan = parse_reassignment(result.reassignment_json()) if result.proposed else ReassignmentPlan(())
+    return _planned(strategy, result, plan, result.rollback_json(), started, result.warnings,
+                    request.partition_sizes)
+
+
+def import_plan(snapshot: ClusterSnapshot, text: str | bytes, *, sizes: Mapping[Key, int] | None = None,
+                wave_partitions: int | None = None, wave_broker_moves: int | None = None) -> Planned:
+    """Parse and validate a reassignment document as Kafka does (PlanError with Kafka's message), then score it
+    with the engine's metrics over its topics and every alive broker. Execute writes the document as given."""
+    started = time.perf_counter()
+    plan = parse_reassignment(text)
+    warnings = validate_reassignment(plan, snapshot)
+    wanted = plan.assignment()
+    topics = tuple(sorted({t for t, _ in wanted}))
+    request = PlanRequest(topics=topics, partition_sizes=dict(sizes) if sizes is not None else None,
+                          wave_partitions=wave_partitions, wave_broker_moves=wave_broker_moves)
+    try:
+        scope = resolve(snapshot, request)
+    except KeelError:  # brokers with and without racks: score without racks, as --disable-rack-aware would
+        request = replace(request, rack_aware=False)
+        scope = resolve(snapshot, request)
+    after = [wanted.get(k, current) for k, current in zip(scope.keys, scope.current)]
+    result = finish(scope, after, IMPORTED, request, [])
+    return _planned(IMPORTED, result, plan, rollback_for(plan, snapshot).to_json(), started,
+                    tuple(warnings) + result.warnings, request.partition_sizes)
+
+
+def _planned(source: str, result: PlanResult, plan: ReassignmentPlan, rollback_json: str, started: float,
+             warnings: Iterable[str], sizes: Mapping[Key, int] | None) -> Planned:
+    plan_json = plan.to_json()
+    return Planned(source, result, plan, plan_json, rollback_json, digest(plan_json) or "",
+                   time.perf_counter() - started, tuple(dict.fromkeys(warnings)), sizes)
+
+
+def settled(snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    """The snapshot as it will be once the running reassignment completes: partitions in /admin/reassign_partitions
+    at their target, and partitions still adding / removing replicas without the replicas being removed.
+
+    While a reassignment runs, a moving partition holds target + origin replicas (more than its replication
+    factor); planning on that would count replicas that are about to go. Returns `snapshot` itself when nothing
+    moves."""
+    pending = {(r.topic, r.partition): r.replicas for r in snapshot.in_progress.reassignment}
+    if not pending and not any(p.adding_replicas or p.removing_replicas for p in snapshot.partitions()):
+        return snapshot
+    topics = []
+    for t in snapshot.topics:
+        parts = []
+        changed = False
+        for p in t.partitions:
+            target = pending.get((p.topic, p.partition))
+            if target is None and (p.adding_replicas or p.removing_replicas):
+                target = tuple(r for r in p.replicas if r not in set(p.removing_replicas))
+            if target is not None:
+                p = replace(p, replicas=tuple(target), adding_replicas=(), removing_replicas=())
+                changed = True
+            parts.append(p)
+        topics.append(replace(t, partitions=tuple(parts)) if changed else t)
+    return replace(snapshot, topics=tuple(topics), in_progress=replace(snapshot.in_progress, reassignment=()))
+
+
+# --- waves -------------------------------------------------------------------------------------------
+
+
+def wave_count(planned: Planned) -> int:
+    waves = planned.result.waves
+    return len(waves) if waves else (1 if planned.plan.entries else 0)
+
+
+def wave_keys(planned: Planned) -> list[list[Key]]:
+    """The document's partitions per wave; entries that change nothing (an imported document may have them) go
+    with the first wave."""
+    waves = planned.result.waves
+    keys = [(e.topic, e.partition) for e in planned.plan.entries]
+    if not waves:
+        return [keys] if keys else []
+    out = [list(w) for w in waves]
+    placed = {k for w in waves for k in w}
+    out[0] += [k for k in keys if k not in placed]
+    return out
+
+
+def subset(plan: ReassignmentPlan, keys: Iterable[Key]) -> ReassignmentPlan:
+    wanted = set(keys)
+    return ReassignmentPlan(tuple(e for e in plan.entries if (e.topic, e.partition) in wanted))
+
+
+def moves_of(plan: ReassignmentPlan, before: Mapping[Key, Sequence[int]]) -> tuple[int, int]:
+    """(partitions whose replica set changes, replicas moved = new replicas placed)."""
+    changing = moved = 0
+    for e in plan.entries:
+        old = set(before.get((e.topic, e.partition), ()))
+        if set(e.replicas) != old:
+            changing += 1
+            moved += len(set(e.replicas) - old)
+    return changing, moved
+
+
+# --- numbers for the cost panel ------------------------------------------------------------------------
+
+
+def estimate_seconds(planned: Planned, snapshot: ClusterSnapshot, throttle: int | None) -> float | None:
+    """Copy time at `throttle` bytes/s; None without partition sizes or without a throttle.
+
+    Kafka applies the throttle per broker: a leader sends, and a new replica receives, throttled replication traffic
+    at most `throttle` bytes/s each. So a wave takes about its busiest broker's bytes (received, or sent as the
+    partition's current leader) / throttle, and waves run one after another. Writes arriving meanwhile, and the time
+    between waves, are not counted."""
+    if planned.sizes is None or not throttle:
+        return None
+    result = planned.result
+    leaders = {(p.topic, p.partition): p.leader for p in snapshot.partitions()}
+    waves = result.waves or (tuple(sorted(result.proposed)),)
+    total = 0.0
+    for wave in waves:
+        received: Counter[int] = Counter()
+        sent: Counter[int] = Counter()
+        for key in wave:
+            old, new = result.rollback[key], result.proposed[key]
+            arrivals = [b for b in new if b not in old]
+            if not arrivals:
+                continue
+            size = planned.sizes.get(key, 0)
+            source = leaders.get(key, NO_LEADER)
+            if source not in old:
+                source = old[0] if old else NO_LEADER
+            for b in arrivals:
+                received[b] += size
+                sent[source] += size
+        total += max([0, *received.values(), *sent.values()]) / throttle
+    return total
+
+
+def human_bytes(n: float | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
+        n /= 1000
+    return f"{n:,.2f} PB"
+
+
+def human_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    s = int(round(seconds))
+    if seconds < 1:
+        return "< 1 s"
+    if s < 60:
+        return f"{s} s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m} min {s:02d} s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h} h {m:02d} min"
+    d, h = divmod(h, 24)
+    return f"{d} d {h} h"
+
+
+def ratio_text(ratio: float | None) -> str:
+    return "—" if ratio is None else f"{ratio:.2f}×"
+
+
+def before_after_text(pair: tuple[float, float] | None, fmt=lambda v: f"{v:,g}") -> str:
+    if pair is None:
+        return "unknown"
+    return f"{fmt(pair[0])} → {fmt(pair[1])}"
+
+
+# --- brokers ----------------------------------------------------------------------------------------------
+
+
+def replicas_per_broker(snapshot: ClusterSnapshot) -> Counter[int]:
+    return Counter(b for p in snapshot.partitions() for b in p.replicas)
+
+
+def empty_brokers(snapshot: ClusterSnapshot) -> list[int]:
+    """Alive brokers holding no replica at all: what "fill new brokers" fills."""
+    held = replicas_per_broker(snapshot)
+    return sorted(b.id for b in snapshot.brokers if b.alive and not held.get(b.id))
+
+
+def shown_brokers(snapshot: ClusterSnapshot, *assignments: Mapping[Key, Sequence[int]]) -> list[int]:
+    """Every broker the snapshot knows (dead ones referenced by assignments included) and any an assignment names."""
+    ids = {b.id for b in snapshot.brokers}
+    for a in assignments:
+        for replicas in a.values():
+            ids.update(replicas)
+    return sorted(ids)
+
+
+def broker_marks(snapshot: ClusterSnapshot, drain: Iterable[int] = (), empty: Iterable[int] = ()) -> dict[int, str]:
+    """Label suffixes: "drain" for brokers being drained, "empty" for alive brokers holding nothing yet."""
+    marks = {b: "empty" for b in empty}
+    marks.update({b: "drain" for b in drain})
+    return marks
+
+
+@dataclass(frozen=True)
+class BrokerLoads:
+    brokers: list[int]
+    replicas: tuple[list[int], list[int]]  # (before, after), aligned with brokers
+    leaders: tuple[list[int], list[int]]  # preferred leaders (first replica)
+    bytes: tuple[list[int], list[int]] | None
+
+
+def broker_loads(before: Mapping[Key, Sequence[int]], after: Mapping[Key, Sequence[int]], brokers: Sequence[int],
+                 sizes: Mapping[Key, int] | None) -> BrokerLoads:
+    def count(assignment):
+        reps: Counter[int] = Counter()
+        leads: Counter[int] = Counter()
+        size: Counter[int] = Counter()
+        for key, replicas in assignment.items():
+            reps.update(replicas)
+            if replicas:
+                leads[replicas[0]] += 1
+            if sizes is not None:
+                n = sizes.get(key, 0)
+                for b in replicas:
+                    size[b] += n
+        return ([reps.get(b, 0) for b in brokers], [leads.get(b, 0) for b in brokers],
+                [size.get(b, 0) for b in brokers])
+    rb, lb, sb = count(before)
+    ra, la, sa = count(after)
+    return BrokerLoads(list(brokers), (rb, ra), (lb, la), None if sizes is None else (sb, sa))
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    topics: list[str]  # row labels, the folded "other (n topics)" row last
+    brokers: list[int]  # columns
+    before: list[list[int]]
+    after: list[list[int]]
+
+    @property
+    def cells(self) -> int:
+        return len(self.topics) * len(self.brokers)
+
+
+def topic_broker_counts(before: Mapping[Key, Sequence[int]], after: Mapping[Key, Sequence[int]],
+                        brokers: Sequence[int], *, top: int = TOP_TOPICS,
+                        max_cells: int = MAX_HEATMAP_CELLS) -> Heatmap:
+    """Replicas per (topic, broker) before and after, the topics with the most replicas as rows and the rest folded
+    into one "other" row, so that rows x brokers stays within `max_cells` (and `top` rows)."""
+    rows = max(1, min(top, max_cells // max(1, len(brokers))))
+    cb: Counter[tuple[str, int]] = Counter()
+    ca: Counter[tuple[str, int]] = Counter()
+    totals: Counter[str] = Counter()
+    for counter, assignment in ((cb, before), (ca, after)):
+        for (topic, _), replicas in assignment.items():
+            for b in replicas:
+                counter[(topic, b)] += 1
+    for (topic, _), replicas in before.items():
+        totals[topic] += len(replicas)
+    for (topic, _), replicas in after.items():
+        totals.setdefault(topic, 0)
+    ranked = sorted(totals, key=lambda t: (-totals[t], t))
+    if len(ranked) <= rows:
+        named, rest = ranked, []
+    else:
+        named, rest = ranked[:rows - 1], ranked[rows - 1:]
+    col = {b: i for i, b in enumerate(brokers)}
+
+    def matrix(counter: Counter[tuple[str, int]]) -> list[list[int]]:
+        out = [[0] * len(brokers) for _ in range(len(named) + (1 if rest else 0))]
+        row = {t: i for i, t in enumerate(named)}
+        other = len(named)
+        for (topic, b), n in counter.items():
+            if b in col:
+                out[row.get(topic, other)][col[b]] += n
+        return out
+    labels = list(named) + ([f"other ({len(rest):,} topics)"] if rest else [])
+    return Heatmap(labels, list(brokers), matrix(cb), matrix(ca))
+
+
+# --- tables -------------------------------------------------------------------------------------------------
+
+
+def ids(xs: Iterable[int]) -> str:
+    xs = list(xs)
+    return ", ".join(map(str, xs)) if xs else "—"
+
+
+def diff_table(planned: Planned) -> pd.DataFrame:
+    """One row per partition of the document whose replicas change (order included)."""
+    before = planned.before
+    wave_of: dict[Key, int] = {}
+    if planned.result.waves:
+        for i, keys in enumerate(wave_keys(planned)):
+            wave_of.update(dict.fromkeys(keys, i + 1))
+    rows = []
+    for e in planned.plan.entries:
+        key = (e.topic, e.partition)
+        old = tuple(before.get(key, ()))
+        new = e.replicas
+        if old == new:
+            continue
+        lead_old, lead_new = (old[0] if old else None), new[0]
+        row = {"Topic": e.topic, "Partition": e.partition, "Before": ids(old), "After": ids(new),
+               "Added": ids(b for b in new if b not in old), "Removed": ids(b for b in old if b not in new),
+               "Moves": sum(1 for b in new if b not in old),
+               "Preferred leader": f"{lead_old} → {lead_new}" if lead_old != lead_new else str(lead_new)}
+        if wave_of:
+            row["Wave"] = wave_of.get(key, 1)
+        rows.append(row)
+    columns = DIFF_COLUMNS + (["Wave"] if wave_of else [])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def status_counts(statuses: Sequence[PartitionStatus]) -> dict[str, int]:
+    counts = Counter(s.status for s in statuses)
+    return {COMPLETE: counts.get(COMPLETE, 0), IN_FLIGHT: counts.get(IN_FLIGHT, 0),
+            NOT_AT_TARGET: counts.get(NOT_AT_TARGET, 0)}
+
+
+def status_table(statuses: Sequence[PartitionStatus]) -> pd.DataFrame:
+    """Partitions of a running plan, those still moving first, then those off target, then the complete ones."""
+    ordered = sorted(statuses, key=lambda s: (STATUS_ORDER.get(s.status, 3), s.topic, s.partition))
+    return pd.DataFrame([{"Topic": s.topic, "Partition": s.partition, "Status": s.status,
+                          "Replicas now": ids(s.replicas), "Target": ids(s.target)} for s in ordered],
+                        columns=STATUS_COLUMNS)
