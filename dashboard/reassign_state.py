@@ -271,9 +271,9 @@ def estimate_seconds(planned: Planned, snapshot: ClusterSnapshot, throttle: int 
     return total
 
 
-def human_bytes(n: float | None) -> str:
+def human_bytes(n: float | None, unknown: str = "unknown") -> str:
     if n is None:
-        return "unknown"
+        return unknown
     for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
         if abs(n) < 1000 or unit == "PB":
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
@@ -281,9 +281,9 @@ def human_bytes(n: float | None) -> str:
     return f"{n:,.2f} PB"
 
 
-def human_duration(seconds: float | None) -> str:
+def human_duration(seconds: float | None, unknown: str = "unknown") -> str:
     if seconds is None:
-        return "unknown"
+        return unknown
     s = int(round(seconds))
     if seconds < 1:
         return "< 1 s"

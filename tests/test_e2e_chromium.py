@@ -8,6 +8,8 @@ page change without reloading it. Screenshots land in the test's tmp dir (path p
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -26,6 +28,7 @@ from tests.sandbox_helpers import running_sandbox
 selenium = pytest.importorskip("selenium")
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -48,13 +51,14 @@ def sandbox(zk_connect):
         yield sb
 
 
-@pytest.fixture
-def app_url(sandbox, zk_connect, tmp_path):
+@contextlib.contextmanager
+def serve(config_text: str, tmp_path: Path):
+    """`streamlit run` the app on a free port with this Keel config; yields its URL, stops it afterwards."""
     config = tmp_path / "keel.toml"
-    config.write_text(f'[keel]\nrole = "viewer"\nread_only = true\n\n'
-                      f'[clusters.e2e]\nzk = "{zk_connect}"\ndescription = "end-to-end sandbox"\n')
+    config.write_text(config_text)
     port = zkserver.free_port()
-    env = {**os.environ, "KEEL_CONFIG": str(config), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "KEEL_CONFIG": str(config), "KEEL_STORE": str(tmp_path / "keel.sqlite"),
+           "PYTHONUNBUFFERED": "1"}
     log = open(tmp_path / "streamlit.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "dashboard/streamlit_app.py",
@@ -86,6 +90,21 @@ def app_url(sandbox, zk_connect, tmp_path):
             proc.kill()
             proc.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture
+def app_url(sandbox, zk_connect, tmp_path):
+    """A read-only viewer's console."""
+    with serve(f'[keel]\nrole = "viewer"\nread_only = true\n\n'
+               f'[clusters.e2e]\nzk = "{zk_connect}"\ndescription = "end-to-end sandbox"\n', tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def operator_url(sandbox, zk_connect, tmp_path):
+    """An operator's console: write actions enabled."""
+    with serve(f'[keel]\nrole = "operator"\n\n[clusters.e2e]\nzk = "{zk_connect}"\n', tmp_path) as url:
+        yield url
 
 
 @pytest.fixture
@@ -203,3 +222,56 @@ def test_topics_and_brokers_pages_render(sandbox, app_url, browser, tmp_path):
     wait_for(lambda: browser.find_elements("css selector", ".js-plotly-plot"), 30, "the imbalance chart")
     assert browser.find_elements("css selector", '[data-testid="stDataFrame"]')
     screenshot(browser, tmp_path, "brokers")
+
+
+def body_text(driver) -> str:
+    return driver.find_element("tag name", "body").text
+
+
+def click_text(driver, tag: str, text: str, timeout: float = 20):
+    """Click the first enabled `tag` element whose visible text contains `text`."""
+    xpath = f"//{tag}[contains(normalize-space(.), {json.dumps(text)})]"
+
+    def clickable():
+        for el in driver.find_elements("xpath", xpath):
+            if el.is_displayed() and el.is_enabled() and el.get_attribute("disabled") is None:
+                return el
+        return None
+    el = wait_for(clickable, timeout, f"a clickable <{tag}> with {text!r}")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", el)
+    el.click()
+    return el
+
+
+def test_import_execute_follow_and_verify_a_reassignment(sandbox, operator_url, browser, tmp_path):
+    snap = sandbox.snapshot()
+    part = next(p for p in snap.partitions() if len(p.replicas) >= 2)
+    newcomer = next(b.id for b in snap.brokers if b.alive and b.id not in part.replicas)
+    target = [newcomer, *part.replicas[1:]]
+    doc = json.dumps({"version": 1, "partitions": [{"topic": part.topic, "partition": part.partition,
+                                                    "replicas": target}]})
+
+    browser.get(operator_url + "/reassign")
+    wait_for(lambda: "Strategy and options" in body_text(browser), 45, "the Reassign page")
+    click_text(browser, "label", "Import a plan")
+    area = wait_for(lambda: browser.find_elements("css selector", "textarea[placeholder*='partitions']"), 20,
+                    "the plan text area")[0]
+    area.send_keys(doc)
+    area.send_keys(Keys.CONTROL, Keys.ENTER)  # Streamlit commits a text area on Ctrl+Enter
+    wait_for(lambda: "Replicas moved" in body_text(browser), 30, "the cost of the imported plan")
+    wait_for(lambda: len(browser.find_elements("css selector", ".js-plotly-plot")) >= 3, 30, "the before/after charts")
+    assert "source imported" in body_text(browser)
+    screenshot(browser, tmp_path, "reassign-plan")
+
+    click_text(browser, "label", "Move 1 replica(s) of 1 partition(s)")
+    click_text(browser, "button", "Execute reassignment")
+    wait_for(lambda: "Reassignment started: 1 partition(s) written" in body_text(browser), 30, "the started message")
+    wait_for(lambda: "Complete: every partition is at its target" in body_text(browser), 45,
+             "the progress panel to follow the controller to the end")
+    wait_for(lambda: "A reassignment of 1 partition(s) is running" not in body_text(browser), 15, "the page to redraw once it is over")
+    moved = sandbox.snapshot().topic_by_name[part.topic].partitions[part.partition]
+    assert list(moved.replicas) == target
+    screenshot(browser, tmp_path, "reassign-complete")
+
+    click_text(browser, "button", "Verify")
+    wait_for(lambda: "Verified: all 1 partition(s) are at their target" in body_text(browser), 30, "the verification")

@@ -398,6 +398,10 @@ def run_tracked(spark, step: str, step_index: int, steps: int, action: Callable[
                 if status != last or finished:
                     last = status
                     done, total, active, s_done, s_total = status
+                    if finished and "error" not in box:
+                        # the action returned: every task is done, even when the status tracker's listener bus
+                        # lags behind or a stage was skipped (its shuffle output reused) and never "completes"
+                        done, active, s_done = total, 0, s_total
                     if total:
                         best = max(best, done / total)
                     progress(JobProgress(step, step_index, steps, done, total, active, s_done, s_total,

@@ -190,6 +190,10 @@ def progress_panel() -> None:
     running = live.in_progress.reassignment
     waves = run.get("waves")
     reason = actions.blocked_reason(cfg, "change the cluster")
+    if not running and not counts[reassign.IN_FLIGHT] and not run.get("settled_seen"):
+        # the plan above was drawn while it ran: redraw the whole page once it is over
+        run["settled_seen"] = True
+        st.rerun()
 
     with st.container(border=True, key="ra_progress"):
         head = st.columns([5, 1], vertical_alignment="center")
@@ -478,7 +482,7 @@ def cost_panel(p: rs.Planned) -> None:
     m = st.columns(6)
     m[0].metric("Replicas moved", f"{r.replicas_moved:,}", border=True,
                 help="New replicas placed on a broker that did not hold the partition (data copied)")
-    m[1].metric("Bytes moved", rs.human_bytes(r.bytes_moved), border=True,
+    m[1].metric("Bytes moved", rs.human_bytes(r.bytes_moved, unknown="—"), border=True,
                 help="Σ new replicas × partition size" if r.bytes_moved is not None else
                 "Unknown without partition sizes (kafka-log-dirs.sh --describe, under the options)")
     m[2].metric("Moves ÷ lower bound", rs.ratio_text(r.moves_over_lower_bound), border=True,
@@ -489,7 +493,7 @@ def cost_panel(p: rs.Planned) -> None:
     m[4].metric("Waves", f"{n_waves:,}", border=True,
                 help="Executed one after another (K / L limits)" if p.result.waves else
                 "One document: set K or L to split it")
-    m[5].metric("Estimated time", rs.human_duration(est), border=True,
+    m[5].metric("Estimated time", rs.human_duration(est, unknown="—"), border=True,
                 help="Per wave: the busiest broker's bytes in or out ÷ the throttle (Kafka throttles each broker's "
                      "replication traffic at this rate), added over the waves. Unknown without sizes or a throttle; "
                      "writes arriving meanwhile are not counted.")
