@@ -25,7 +25,8 @@ from core.fleet import spark as fleet_spark
 from core.fleet.generate import FleetSpec, generate_fleet
 from core.fleet.outputs import read_broker_metrics, read_cluster_scores, read_manifest, read_topic_broker
 from core.fleet.schema import check_store
-from dashboard import fleet_charts, state
+from core.fleet.errors import FleetInputError
+from dashboard import fleet_charts, fleet_job, state
 from tests.spark_helpers import LOCAL_MASTER, free_port, spark  # noqa: F401
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "streamlit_app.py")
@@ -257,6 +258,26 @@ def test_the_page_needs_no_cluster_and_survives_a_broken_config(ranked, monkeypa
     assert str(broken) in errors(at)
     assert at.dataframe(key="fleet_table").value["rank"].tolist() == list(range(1, TINY.clusters + 1))
     assert "not in the Keel config" in texts(at.caption)
+
+
+def test_the_job_slot_runs_one_job_and_cancel_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    job = fleet_job.start_job(str(tmp_path / "no-store"), str(out), LOCAL_MASTER)
+    job.thread.join(60)
+    assert isinstance(job.error, FleetInputError) and not job.running and fleet_job.current_job() is job
+    assert not out.exists()
+
+    again = fleet_job.FleetJob(str(tmp_path / "no-store"), str(out), LOCAL_MASTER)
+    again.cancel.set()  # cancelled before it starts: it never reads the input
+    again.start()
+    again.thread.join(60)
+    assert isinstance(again.error, fleet_job.Cancelled) and not out.exists()
+
+    slot = fleet_job._slot()
+    with slot["lock"]:
+        slot["job"] = busy = fleet_job.FleetJob("s", "o", LOCAL_MASTER)  # never started: running
+    assert fleet_job.start_job(str(tmp_path), str(out), LOCAL_MASTER) is None
+    assert fleet_job.current_job() is busy
 
 
 # --- failures: typed errors, nothing written -------------------------------------------------------

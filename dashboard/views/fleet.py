@@ -1,20 +1,18 @@
 """Fleet heatmaps: run the Spark fleet job over a fleet store, then rank every cluster by imbalance and draw the
 brokers and topics behind each score.
 
-The job runs in a background thread (one at a time per Keel process, shared by every browser session): the page
-follows it with a progress bar while it runs, a click or a reload does not stop it, and Cancel stops its Spark jobs
-(the output directory is only replaced when a run completes). Results are read from the output directory with
-pyarrow (core.fleet.outputs): looking at them never starts Spark. This page imports no pyspark: core.fleet.jobs is
-imported by the job thread when a run starts.
+The job runs in a background thread (dashboard.fleet_job: one at a time per Keel process, shared by every
+session): the page follows it with a progress bar while it runs, a click or a reload does not stop it, and Cancel
+stops its Spark jobs (the output directory is only replaced when a run completes). Results are read from the
+output directory with pyarrow (core.fleet.outputs): looking at them never starts Spark. This page imports no
+pyspark: core.fleet.jobs is imported by the job thread when a run starts.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 import time
-import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +27,7 @@ from core.fleet.outputs import read_broker_metrics, read_cluster_scores, read_ma
 from core.fleet.schema import check_store
 from core.fleet.spark import InvalidMasterError, check_java
 from dashboard import fleet_charts, state
+from dashboard.fleet_job import Cancelled, FleetJob, cancel_job, current_job, start_job
 
 DEFAULT_STORE = ".run/fleet/store"
 DEFAULT_OUTPUT = ".run/fleet/output"
@@ -49,85 +48,15 @@ K_STORE, K_OUTPUT, K_MASTER = "fleet_store", "fleet_output", "fleet_master"
 K_JOB, K_CLUSTER, K_TABLE, K_WINDOW = "fleet_job_id", "fleet_cluster", "fleet_table", "fleet_window"
 
 
-# --- the job: one background thread per process --------------------------------------------------------
+# --- the job (dashboard.fleet_job: one per process, in a background thread) -------------------------------
 
 
-class Cancelled(Exception):
-    """Raised from the progress callback: run_jobs cancels the running Spark jobs and leaves the output as it was."""
-
-
-class FleetJob:
-    """One run of core.fleet.jobs.run_jobs in a daemon thread; its progress is read by whichever page follows it."""
-
-    def __init__(self, store: str, output: str, master: str):
-        self.id = uuid.uuid4().hex[:12]
-        self.store, self.output, self.master = store, output, master
-        self.progress = None  # core.fleet.spark.JobProgress, replaced (never mutated) by the job thread
-        self.result = None  # core.fleet.jobs.RunResult
-        self.error: BaseException | None = None
-        self.started = time.monotonic()
-        self.started_at = time.strftime("%H:%M:%S")
-        self.finished: float | None = None
-        self.cancel = threading.Event()
-        self.thread = threading.Thread(target=self._run, name=f"keel-fleet-job-{self.id}", daemon=True)
-
-    @property
-    def running(self) -> bool:
-        return self.finished is None
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def _on_progress(self, p) -> None:
-        self.progress = p
-        if self.cancel.is_set():
-            raise Cancelled("cancelled from the Fleet page")
-
-    def _run(self) -> None:
-        try:
-            if self.cancel.is_set():
-                raise Cancelled("cancelled from the Fleet page")
-            try:
-                from core.fleet.jobs import run_jobs  # the only place this page pulls pyspark in
-            except ImportError as e:
-                raise SparkError(f"PySpark cannot be imported ({e})",
-                                 hint="install it into Keel's environment: `pip install pyspark` (or `make deps`)"
-                                 ) from None
-            self.result = run_jobs(self.store, self.output, master=self.master, progress=self._on_progress)
-        except BaseException as e:  # shown on the page
-            self.error = e
-        finally:
-            self.finished = time.monotonic()
-
-
-@st.cache_resource(show_spinner=False)
-def _slot() -> dict:
-    """The process's fleet job slot: {"lock", "job"} (the running or the last finished job)."""
-    return {"lock": threading.Lock(), "job": None}
-
-
-def current_job() -> FleetJob | None:
-    return _slot()["job"]
-
-
-def start_job() -> None:
-    """on_click of Run: start a job with the inputs as they are now, unless one is running."""
-    slot = _slot()
-    with slot["lock"]:
-        job = slot["job"]
-        if job is not None and job.running:
-            return
-        value = {k: st.session_state[k + "_input"].strip() for k in (K_STORE, K_OUTPUT, K_MASTER)}
-        job = FleetJob(value[K_STORE], value[K_OUTPUT], value[K_MASTER] or DEFAULT_MASTER)
-        slot["job"] = job
+def run_clicked() -> None:
+    """on_click of Run: start a job with the inputs as they are now (unless one is running) and follow it here."""
+    value = {k: st.session_state[k + "_input"].strip() for k in (K_STORE, K_OUTPUT, K_MASTER)}
+    job = start_job(value[K_STORE], value[K_OUTPUT], value[K_MASTER] or DEFAULT_MASTER)
+    if job is not None:
         st.session_state[K_JOB] = job.id
-        job.start()
-
-
-def cancel_job(job_id: str) -> None:
-    job = current_job()
-    if job is not None and job.id == job_id:
-        job.cancel.set()
 
 
 def follow(job: FleetJob) -> None:
@@ -286,7 +215,7 @@ with st.container(border=True):
         st.warning("Enter a fleet store and an output directory.", icon=":material/edit:")
 
     b1, b2, _ = st.columns([1, 1.4, 3], vertical_alignment="center")
-    b1.button("Run job", key="fleet_run", type="primary", icon=":material/play_arrow:", on_click=start_job,
+    b1.button("Run job", key="fleet_run", type="primary", icon=":material/play_arrow:", on_click=run_clicked,
               disabled=running or bool(blockers) or not store_text or not out_text, width="stretch",
               help="Compute broker metrics, per-topic skew and cluster scores of the store with Spark")
 
