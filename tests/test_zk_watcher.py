@@ -1,5 +1,7 @@
 """LiveCluster keeps a snapshot current from watches, against a real ZooKeeper."""
 
+import time
+
 import pytest
 
 from core import zkformat as zf
@@ -61,6 +63,41 @@ def test_topics_created_grown_and_deleted(live, writer):
 
     writer.delete_tree(zf.topic_path("payments"))
     live.wait_for(lambda s: s.topic("payments") is None)
+
+
+@pytest.mark.parametrize("read", ["get", "get_many", "children"])
+def test_a_node_created_between_the_read_and_its_watch_is_read(zk_connect, writer, read):
+    """The race that once lost a new partition: the read finds no node, the node is created, and
+    only then is the exists-watch set. That watch never fires for the creation, so the reader must
+    notice the node is there and read it. The interleaving is forced by creating the node inside
+    the exists call; a real ZooKeeper does the rest."""
+    path = zf.state_path("orders", 7)
+    with ZkSession.open(zk_connect) as s:
+        real_exists = s._client.exists
+
+        def created_meanwhile(p, watch=None):
+            if p == path and not writer.exists(p):
+                writer.create(p, b'{"x":1}', makepath=True)
+            return real_exists(p, watch=watch)
+
+        s._client.exists = created_meanwhile
+        events = []
+        watch = lambda p, kind: events.append((p, kind))  # noqa: E731
+        if read == "get":
+            assert s.get(path, watch=watch).data == b'{"x":1}'
+        elif read == "get_many":
+            assert [n.data for n in s.get_many([path], watch=watch)] == [b'{"x":1}']
+        else:
+            assert s.children(path, watch=watch) == []
+        # and the watch now set is the node's own: a change to it is reported
+        if read == "children":
+            writer.create(path + "/c", b"")
+        else:
+            writer.set(path, b'{"x":2}')
+        deadline = time.monotonic() + 5
+        while not events and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert events and events[0][0].endswith(path)
 
 
 def test_admin_nodes_appear_and_go(live, writer):

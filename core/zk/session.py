@@ -270,26 +270,44 @@ class ZkSession:
         return watcher
 
     def get(self, path: str, watch: WatchFn | None = None) -> Node:
+        return self._get_kw(path, self._kazoo_watch(watch))
+
+    def _get_kw(self, path: str, kw) -> Node:
+        while True:
+            try:
+                data, stat = self._client.get(path, watch=kw)
+            except NoNodeError:
+                if self._missing(path, kw):
+                    return Node(path, None)
+                continue
+            except KazooException as e:
+                raise _translate(e, path) from None
+            return Node(path, data if data is not None else b"", stat.version, stat.ephemeralOwner)
+
+    def _missing(self, path: str, kw) -> bool:
+        """After NoNode: True if the node is still missing (an exists-watch now waits for its creation).
+
+        False if it was created between the two calls: that creation will fire no watch, so the
+        caller must read it again.
+        """
+        if kw is None:
+            return True
         try:
-            data, stat = self._client.get(path, watch=self._kazoo_watch(watch))
-        except NoNodeError:
-            if watch is not None:  # keep watching for the node to appear
-                self._client.exists(path, watch=self._kazoo_watch(watch))
-            return Node(path, None)
+            return self._client.exists(path, watch=kw) is None
         except KazooException as e:
             raise _translate(e, path) from None
-        return Node(path, data if data is not None else b"", stat.version, stat.ephemeralOwner)
 
     def children(self, path: str, watch: WatchFn | None = None) -> list[str] | None:
         """Child names, or None when the node does not exist (then a watch waits for its creation)."""
-        try:
-            return self._client.get_children(path, watch=self._kazoo_watch(watch))
-        except NoNodeError:
-            if watch is not None:
-                self._client.exists(path, watch=self._kazoo_watch(watch))
-            return None
-        except KazooException as e:
-            raise _translate(e, path) from None
+        kw = self._kazoo_watch(watch)
+        while True:
+            try:
+                return self._client.get_children(path, watch=kw)
+            except NoNodeError:
+                if self._missing(path, kw):
+                    return None
+            except KazooException as e:
+                raise _translate(e, path) from None
 
     def exists(self, path: str, watch: WatchFn | None = None) -> bool:
         try:
@@ -410,9 +428,7 @@ class ZkSession:
             try:
                 data, stat = res.get()
             except NoNodeError:
-                if kw is not None:
-                    self._client.exists_async(path, watch=kw)
-                yield Node(path, None)
+                yield Node(path, None) if self._missing(path, kw) else self._get_kw(path, kw)
                 continue
             except KazooException as e:
                 raise _translate(e, path) from None
