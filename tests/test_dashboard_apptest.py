@@ -364,6 +364,7 @@ def test_invalid_config_names_the_key(tmp_path, monkeypatch):
         assert str(path) in err and "keel.role" in err
 
 
+@pytest.mark.filterwarnings("ignore:No chroot path exists")  # the point of the test: kazoo warns too
 def test_second_cluster_is_picked_from_session_state(demo, zk_connect, zk_server, tmp_path, monkeypatch):
     write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect},
                                          "other": {"zk": f"{zk_server}/does-not-exist-{time.time_ns()}"}})
