@@ -9,12 +9,12 @@ VENV         := .venv
 PY           := $(VENV)/bin/python
 ZK_PORT      ?= 2181
 PORT         ?= 8501
-RUN_DIR      := .run
+RUN_DIR      ?= .run
 ZK_DIR       := $(RUN_DIR)/zk
 # zkserver is standard library only: use the venv when it exists, the system python otherwise.
 ZKPY          = $(if $(wildcard $(PY)),$(PY),$(PYTHON_BOOT))
 
-export ZK_PORT PORT
+export ZK_PORT PORT RUN_DIR
 
 .PHONY: help venv deps zk-start zk-stop zk-status run test bench stop clean
 
@@ -33,7 +33,7 @@ $(VENV)/.installed: requirements.txt
 deps: ## install missing system packages (zookeeper, a JRE, chromium + chromedriver)
 	@scripts/deps.sh
 
-zk-start: ## start the local ZooKeeper on 127.0.0.1:ZK_PORT (data in .run/zk)
+zk-start: ## start the local ZooKeeper on 127.0.0.1:ZK_PORT (data in RUN_DIR/zk)
 	@$(ZKPY) -m core.sandbox.zkserver start --port $(ZK_PORT) --dir $(ZK_DIR)
 
 zk-stop: ## stop the local ZooKeeper
@@ -57,5 +57,5 @@ bench: venv deps ## run every bench/*.py
 stop: ## stop the controller and ZooKeeper started by make run
 	@scripts/run.sh --stop
 
-clean: stop ## stop, then remove .run/
+clean: stop ## stop, then remove RUN_DIR (.run/)
 	rm -rf $(RUN_DIR)

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # `make run`: local ZooKeeper -> seeded demo cluster -> controller emulator (background) -> Streamlit (foreground).
-# Ctrl-C in Streamlit stops the controller, and ZooKeeper too if this script started it.
+# Ctrl-C in Streamlit stops the controller, and ZooKeeper too if this script started it; so does the death of
+# whoever started it (`timeout make run` signals make alone).
 # `scripts/run.sh --stop` (make stop) stops whatever a previous run left behind.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 ZK_PORT="${ZK_PORT:-2181}"
 PORT="${PORT:-8501}"
-RUN_DIR=.run
+RUN_DIR="$(realpath -m "${RUN_DIR:-.run}")"   # absolute: KEEL_CONFIG below points into it
 ZK_DIR="$RUN_DIR/zk"
 CONTROLLER_PID="$RUN_DIR/controller.pid"
 CONTROLLER_LOG="$RUN_DIR/controller.log"
@@ -52,9 +53,11 @@ else
 fi
 
 STREAMLIT_PID=""
+WATCHDOG_PID=""
 cleanup() {
     trap - EXIT INT TERM
     echo
+    if [ -n "$WATCHDOG_PID" ]; then kill "$WATCHDOG_PID" 2>/dev/null || true; fi
     if [ -n "$STREAMLIT_PID" ] && kill -0 "$STREAMLIT_PID" 2>/dev/null; then
         kill -TERM "$STREAMLIT_PID" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$STREAMLIT_PID" 2>/dev/null || break; sleep 0.1; done
@@ -66,12 +69,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# A parent that dies without passing its signal on (make under `timeout`, a killed terminal multiplexer) would
+# orphan ZooKeeper, the controller and Streamlit: watch it and stop with it. PID 1 (a container) has no parent.
+PARENT_PID=$PPID
+if [ "$PARENT_PID" -gt 1 ]; then
+    ( while kill -0 "$PARENT_PID" 2>/dev/null; do sleep 1; done; kill -TERM $$ 2>/dev/null ) &
+    WATCHDOG_PID=$!
+fi
+
 # 2. The dashboard's cluster list: KEEL_CONFIG if set, else keel.toml (its demo cluster assumes port 2181).
 if [ -z "${KEEL_CONFIG:-}" ]; then
     if [ "$ZK_PORT" = "2181" ]; then
         KEEL_CONFIG="$PWD/keel.toml"
     else
-        KEEL_CONFIG="$PWD/$RUN_DIR/keel.toml"
+        KEEL_CONFIG="$RUN_DIR/keel.toml"
         sed "s#127\.0\.0\.1:2181/#127.0.0.1:${ZK_PORT}/#" keel.toml > "$KEEL_CONFIG"
     fi
 fi
