@@ -248,9 +248,14 @@ def cost_panel(p: rs.Planned) -> None:
     m[1].metric("Bytes moved", rs.human_bytes(r.bytes_moved, unknown="—"), border=True,
                 help="Σ new replicas × partition size" if r.bytes_moved is not None else
                 "Unknown without partition sizes (kafka-log-dirs.sh --describe, under the options)")
-    m[2].metric("Moves ÷ lower bound", rs.ratio_text(r.moves_over_lower_bound), border=True,
-                help=f"Lower bound {r.lower_bound:,}: no plan reaching the same per-broker targets moves fewer "
-                     "replicas. 1.00× is optimal.")
+    bound = (f"Lower bound {r.lower_bound:,}: no plan reaching the same per-broker targets moves fewer "
+             "replicas. 1.00× is optimal.")
+    if r.brokers_off_target[1]:  # a ratio against targets the plan does not reach would flatter it
+        m[2].metric("Moves ÷ lower bound", "n/a", border=True,
+                    help=f"{bound} This plan leaves {r.brokers_off_target[1]:,} broker(s) outside their replica "
+                         "share, so it is not compared with the bound.")
+    else:
+        m[2].metric("Moves ÷ lower bound", rs.ratio_text(r.moves_over_lower_bound), border=True, help=bound)
     m[3].metric("Leader changes", f"{r.leader_changes:,}", border=True,
                 help="Partitions whose preferred (first) replica changes")
     m[4].metric("Waves", f"{n_waves:,}", border=True,
