@@ -215,7 +215,7 @@ def progress_panel(ctx: state.PageContext) -> None:
                      key="ra_status", height=min(360, 38 + 35 * max(len(shown), 1)),
                      column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small")})
 
-        b = st.columns(3, vertical_alignment="bottom")
+        b = st.columns(2, vertical_alignment="bottom")
         b[0].button("Verify", key="ra_verify", icon=":material/fact_check:", on_click=_verify, args=(ctx, run),
                     disabled=reason is not None, width="stretch",
                     help=reason or "kafka-reassign-partitions --verify: reports every partition and, once all are "
@@ -231,11 +231,12 @@ def progress_panel(ctx: state.PageContext) -> None:
             roll_help = reason or (reassign.CANNOT_CANCEL + "." if running else
                                    "Execute the saved rollback: the replicas these partitions had before "
                                    f"action #{run['action_id']}")
-            confirm = b[2].checkbox(f"Restore the {total:,} partition(s) to their replicas before "
+            r = st.columns([3, 1], vertical_alignment="center")  # its own row: the label is a sentence
+            confirm = r[0].checkbox(f"Restore the {total:,} partition(s) to their replicas before "
                                     f"action #{run['action_id']}", key=f"ra_roll_confirm_{run['action_id']}",
                                     disabled=reason is not None or bool(running))
-            st.button("Roll back", key="ra_rollback", icon=":material/undo:", on_click=_rollback, args=(ctx, run),
-                      disabled=reason is not None or bool(running) or not confirm, help=roll_help)
+            r[1].button("Roll back", key="ra_rollback", icon=":material/undo:", on_click=_rollback, args=(ctx, run),
+                        disabled=reason is not None or bool(running) or not confirm, help=roll_help, width="stretch")
         st.caption(f":material/info: {reassign.CANNOT_CANCEL}. Rollback is enabled once no reassignment is running.")
         actions.show(RUN_RESULT, scope="reassign-run")
 
