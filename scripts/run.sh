@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: local ZooKeeper -> seeded demo cluster -> controller emulator (background) -> Streamlit (foreground).
-# Ctrl-C in Streamlit stops the controller, and ZooKeeper too if this script started it; so does the death of
-# whoever started it (`timeout make run` signals make alone).
+# Ctrl-C in Streamlit stops the controller, and ZooKeeper too if this script started it; so does a TERM to make
+# (make passes it on) and the death of whoever started it (make killed outright).
 # `scripts/run.sh --stop` (make stop) stops whatever a previous run left behind.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -69,7 +69,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A parent that dies without passing its signal on (make under `timeout`, a killed terminal multiplexer) would
+# A parent that dies without passing a signal on (make under SIGKILL or the OOM killer, a killed tmux) would
 # orphan ZooKeeper, the controller and Streamlit: watch it and stop with it. PID 1 (a container) has no parent.
 PARENT_PID=$PPID
 if [ "$PARENT_PID" -gt 1 ]; then
