@@ -6,7 +6,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from core.sandbox import zkserver
 from core.zk.session import ZkSession
+from tests.sandbox_helpers import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,14 +34,6 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
-
-
 def _health(port: int) -> str:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
@@ -60,7 +52,7 @@ def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
     make = subprocess.Popen(["make", "run"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
-        _until(lambda: _health(http_port) == "ok" or make.poll() is not None, 240, "the dashboard")
+        wait_until(lambda: _health(http_port) == "ok" or make.poll() is not None, 240, message="the dashboard")
         assert make.poll() is None, (tmp_path / "make-run.log").read_text()
 
         # the sandbox cluster is in ZooKeeper, with its controller, and the dashboard knows it
@@ -79,11 +71,12 @@ def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
             make.kill()
         make.wait(timeout=30)
 
-        _until(lambda: not _listening(http_port), 30, "the dashboard to stop")
-        _until(lambda: not _alive(controller), 30, "the controller emulator to stop")
-        _until(lambda: not _listening(zk_port), 30, "ZooKeeper to stop")
-        assert not (run_dir / "controller.pid").exists()
-        assert not (run_dir / "zk.started-by-run").exists()
+        wait_until(lambda: not _listening(http_port), 30, message="the dashboard to stop")
+        wait_until(lambda: not _alive(controller), 30, message="the controller emulator to stop")
+        wait_until(lambda: not _listening(zk_port), 30, message="ZooKeeper to stop")
+        # run.sh outlives a killed make for a moment: its bookkeeping goes last
+        wait_until(lambda: not (run_dir / "controller.pid").exists(), 30, message="controller.pid to go")
+        wait_until(lambda: not (run_dir / "zk.started-by-run").exists(), 30, message="zk.started-by-run to go")
     finally:
         try:
             os.killpg(make.pid, signal.SIGKILL)

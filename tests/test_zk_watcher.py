@@ -1,7 +1,5 @@
 """LiveCluster keeps a snapshot current from watches, against a real ZooKeeper."""
 
-import time
-
 import pytest
 
 from core import zkformat as zf
@@ -9,6 +7,7 @@ from core.model import TopicPartitionReplicas
 from core.zk.session import ZkSession
 from core.zk.watcher import LiveCluster
 from tests.kafka_tree import write_broker, write_cluster, write_topic
+from tests.sandbox_helpers import wait_until
 
 
 @pytest.fixture
@@ -94,10 +93,8 @@ def test_a_node_created_between_the_read_and_its_watch_is_read(zk_connect, write
             writer.create(path + "/c", b"")
         else:
             writer.set(path, b'{"x":2}')
-        deadline = time.monotonic() + 5
-        while not events and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert events and events[0][0].endswith(path)
+        wait_until(lambda: events, 5, message="the watch to fire")
+        assert events[0][0].endswith(path)
 
 
 def test_admin_nodes_appear_and_go(live, writer):
