@@ -102,6 +102,19 @@ class PlanError(ValidationError):
     """A reassignment / election / topics-to-move document that Kafka's tools would refuse."""
 
 
+class TooLargeError(ValidationError):
+    """An input whose size Keel bounds before doing the work (ZooKeeper's request limit, the controller)."""
+
+
+class RiskNotAcceptedError(ValidationError):
+    """A write Kafka would accept but that harms the cluster (e.g. a topic nobody can write to); it needs
+    the operator's explicit confirmation of exactly these risks. `risks` lists them."""
+
+    def __init__(self, message: str, risks: tuple[str, ...] = (), *, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.risks = tuple(risks)
+
+
 # --- state conflicts ------------------------------------------------------------------------
 
 

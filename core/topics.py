@@ -43,6 +43,8 @@ from core.errors import (
     InvalidTopicError,
     KRaftControllerError,
     ReassignmentInProgressError,
+    RiskNotAcceptedError,
+    TooLargeError,
     TopicExistsError,
     UnknownTopicError,
     ValidationError,
@@ -55,13 +57,19 @@ __all__ = [
     "validate_topic_name", "is_internal", "has_collision_chars", "unify_collision_chars", "collision_warning",
     "check_collision", "check_not_exists", "parse_kafka_version", "config_names", "validate_topic_config",
     "config_diff", "parse_replica_assignment", "draft_create_topic", "kafka_topics_command",
-    "draft_add_partitions", "draft_alter_config", "draft_delete_topic",
+    "draft_add_partitions", "draft_alter_config", "draft_delete_topic", "MAX_NEW_PARTITIONS",
+    "check_topic_znode_size", "effective_min_isr", "unwritable_risk", "require_accepted",
 ]
 
 Version = tuple[int, int]
 Assignment = dict[int, tuple[int, ...]]
 
 INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
+# Bounds checked before any placement is computed, so that one typed number cannot tie up the engine:
+# the topic znode (every partition's replicas) must fit one ZooKeeper request (jute.maxbuffer, 1 MiB by
+# default), and the controller creates one state znode per new partition in a single pass.
+MAX_NEW_PARTITIONS = 20_000
+MAX_TOPIC_ZNODE_BYTES = 1_000_000
 LONG_MIN, LONG_MAX = -(2 ** 63), 2 ** 63 - 1
 SHORT_MAX = 2 ** 15 - 1
 
@@ -829,6 +837,60 @@ def _validate_new_partitions(new: Assignment, expected_rf: int) -> None:
 # =============================================================================================
 
 
+def _partition_bound(count: int) -> None:
+    if count > MAX_NEW_PARTITIONS:
+        raise TooLargeError(
+            f"{count:,} partitions is more than Keel writes in one request (at most {MAX_NEW_PARTITIONS:,})",
+            hint="the topic znode must fit ZooKeeper's 1 MiB request limit (jute.maxbuffer) and the controller "
+                 "creates every new partition's state in one pass; create fewer and add partitions in steps")
+
+
+def check_topic_znode_size(name: str, assignment: Mapping[int, Sequence[int]]) -> None:
+    """Refuse an assignment whose topic znode would exceed ZooKeeper's request limit (estimated exactly
+    as the JSON is written: `"p":[a,b,c]` per partition)."""
+    size = 64 + len(name) + sum(len(str(p)) + 6 + sum(len(str(b)) + 1 for b in reps)
+                                for p, reps in assignment.items())
+    if size > MAX_TOPIC_ZNODE_BYTES:
+        raise TooLargeError(
+            f"topic {name}'s assignment would be a {size:,}-byte znode, over ZooKeeper's 1 MiB request limit "
+            "(jute.maxbuffer)", hint="use fewer partitions or a lower replication factor")
+
+
+def effective_min_isr(config: Mapping[str, str], broker_defaults: Mapping[str, str] | None = None) -> int:
+    """min.insync.replicas as a topic sees it: its override, else the cluster-wide dynamic default, else 1."""
+    for source in (config, broker_defaults or {}):
+        value = _java_int(_java_trim(str(source.get("min.insync.replicas", ""))), 1, INT_MAX)
+        if value is not None:
+            return value
+    return 1
+
+
+def unwritable_risk(name: str, config: Mapping[str, str], replication_factor: int,
+                    broker_defaults: Mapping[str, str] | None = None) -> str | None:
+    """Why producers with acks=all could never write to the topic, or None.
+
+    Kafka accepts min.insync.replicas above the replication factor without a word; every partition is then
+    under min ISR for good and acks=all producers get NotEnoughReplicas. Keel makes the operator confirm it.
+    """
+    min_isr = effective_min_isr(config, broker_defaults)
+    if replication_factor and min_isr > replication_factor:
+        return (f"min.insync.replicas={min_isr} is above the replication factor {replication_factor} of topic {name}: "
+                "every partition stays under min ISR and producers with acks=all get NotEnoughReplicas on every "
+                "write (the topic is unwritable for them)")
+    return None
+
+
+def require_accepted(risks: Sequence[str], accepted: bool | Sequence[str]) -> None:
+    """Raise RiskNotAcceptedError unless `accepted` is True or lists every one of `risks` exactly."""
+    if not risks or accepted is True:
+        return
+    missing = [r for r in risks if not (isinstance(accepted, (list, tuple, set, frozenset)) and r in accepted)]
+    if missing:
+        raise RiskNotAcceptedError("refused without explicit confirmation: " + "; ".join(missing), tuple(missing),
+                                   hint="confirm this exact risk (--accept-risk on the command line, the "
+                                        "confirmation box in the dashboard), or change the input")
+
+
 @dataclass(frozen=True)
 class CreateTopicDraft:
     """The topic znode and config znode a create would write: `assignment` partition -> replicas."""
@@ -837,6 +899,7 @@ class CreateTopicDraft:
     assignment: Assignment
     config: dict[str, str]
     warnings: list[str] = field(default_factory=list)
+    risks: list[str] = field(default_factory=list)  # writes nothing unless each is confirmed (require_accepted)
 
     @property
     def partitions(self) -> int:
@@ -878,6 +941,7 @@ class AlterConfigDraft:
     new: dict[str, str]
     diff: list[ConfigDiffRow]
     warnings: list[str] = field(default_factory=list)
+    risks: list[str] = field(default_factory=list)  # writes nothing unless each is confirmed (require_accepted)
 
     @property
     def changed(self) -> bool:
@@ -957,13 +1021,17 @@ def draft_create_topic(snapshot: ClusterSnapshot, name: str, partitions: int | N
             raise InvalidPartitionsError("The partitions must be greater than 0")
         if count > INT_MAX:
             raise InvalidPartitionsError(f"The partitions must be at most {INT_MAX}")
+        _partition_bound(count)
         placed = assign_replicas(brokers_for_mode(alive, rack_mode), count, rf,
                                  fixed_start_index=fixed_start_index, rng=rng)
         assignment = {p: tuple(reps) for p, reps in placed.items()}
 
+    check_topic_znode_size(name, assignment)
     warnings = [w for w in (collision_warning(name),) if w] + _config_warnings(checked_config)
+    rf_now = len(assignment[min(assignment)]) if assignment else 0
+    risk = unwritable_risk(name, checked_config, rf_now, snapshot.broker_configs.get("<default>"))
     return CreateTopicDraft(name=name, assignment=dict(sorted(assignment.items())), config=checked_config,
-                            warnings=warnings)
+                            warnings=warnings, risks=[risk] if risk else [])
 
 
 def kafka_topics_command(draft: CreateTopicDraft, bootstrap_or_zk: str, *, zookeeper: bool = False) -> str:
@@ -1015,6 +1083,7 @@ def draft_add_partitions(snapshot: ClusterSnapshot, name: str, new_total: int,
         raise InvalidPartitionsError(f"The partitions must be at most {INT_MAX}")
     alive = [b for b in snapshot.brokers if b.alive]
     to_add = count - len(existing)
+    _partition_bound(to_add)
 
     if replica_assignment is None:
         placed = add_partitions_assignment(existing, brokers_for_mode(alive, RackAwareMode.ENFORCED), count,
@@ -1043,6 +1112,7 @@ def draft_add_partitions(snapshot: ClusterSnapshot, name: str, new_total: int,
         new = proposed
 
     full_assignment = dict(sorted({**existing, **new}.items()))
+    check_topic_znode_size(name, full_assignment)
     return AddPartitionsDraft(
         name=name, new_assignment=dict(sorted(new.items())), full_assignment=full_assignment,
         topic_id=topic.topic_id,
@@ -1082,8 +1152,13 @@ def draft_alter_config(snapshot: ClusterSnapshot, name: str, set: Mapping[str, s
     new = dict(sorted(new.items()))
     if {"min.compaction.lag.ms", "max.compaction.lag.ms"} & set_checked.keys():
         _check_cross_fields(new, version, lenient=True)
+    rf = min((len(p.replicas) for p in topic.partitions), default=0)
+    risk = unwritable_risk(name, new, rf, snapshot.broker_configs.get("<default>"))
+    # Only a change that makes the topic unwritable needs confirming, not every edit of an already broken one.
+    was = unwritable_risk(name, old, rf, snapshot.broker_configs.get("<default>"))
     return AlterConfigDraft(name=name, old=dict(sorted(old.items())), new=new, diff=config_diff(old, new),
-                            warnings=_config_warnings(set_checked))
+                            warnings=_config_warnings(set_checked),
+                            risks=[risk] if risk and (risk != was) else [])
 
 
 def draft_delete_topic(snapshot: ClusterSnapshot, name: str) -> DeleteTopicDraft:

@@ -2,7 +2,10 @@
 
 Writes `/admin/preferred_replica_election` as Kafka's PreferredReplicaLeaderElectionCommand does,
 after re-reading live state: only partitions the controller would actually move are written, and
-nothing is written while another election is in flight.
+nothing is written while another election is in flight. The write checks the version of every
+elected partition's topic node as read, so a partition whose replica list (and so its preferred
+leader) changed meanwhile is never elected on stale data. Leader and ISR churn is not checked: the
+controller re-checks that the preferred replica is alive and in sync when it acts.
 """
 
 from __future__ import annotations
@@ -13,11 +16,19 @@ from typing import Sequence
 
 from core import zkformat as zf
 from core.elections import Outcome, Selection, TopicPartition, outcomes, select
-from core.errors import ElectionInProgressError, KRaftControllerError, ValidationError, ZkNodeExistsError
+from core.errors import (
+    ElectionInProgressError,
+    KRaftControllerError,
+    ValidationError,
+    ZkBadVersionError,
+    ZkNodeExistsError,
+    ZkNoNodeError,
+)
 from core.model import ClusterSnapshot
 from core.store import Store
-from core.zk.reader import read_snapshot
+from core.zk.reader import read_for_write, read_snapshot
 from core.zk.session import Op, ZkSession
+from core.zk.tree import ClusterTree
 
 
 @dataclass(frozen=True)
@@ -34,18 +45,23 @@ def _in_progress_error(keys: Sequence[TopicPartition]) -> ElectionInProgressErro
 
 def plan_election(session: ZkSession, **scope) -> tuple[ClusterSnapshot, Selection]:
     """Live state and the selection for `scope` (see core.elections.select); refuses while one runs."""
-    snap = read_snapshot(session)
+    snap, selection, _ = _plan(session, **scope)
+    return snap, selection
+
+
+def _plan(session: ZkSession, **scope) -> tuple[ClusterSnapshot, Selection, ClusterTree]:
+    snap, tree = read_for_write(session)
     if snap.controller is not None and snap.controller.is_kraft:
         raise KRaftControllerError("A KRaft controller owns this cluster: elections through ZooKeeper would be "
                                    "ignored. Use kafka-leader-election.sh --bootstrap-server.")
     if snap.in_progress.preferred_election:
         raise _in_progress_error(snap.in_progress.preferred_election)
-    return snap, select(snap, **scope)
+    return snap, select(snap, **scope), tree
 
 
 def trigger(session: ZkSession, store: Store, *, cluster: str, actor: str | None = None, **scope) -> Triggered:
     """Re-validate against live state, record, and write the eligible partitions of `scope`."""
-    _, selection = plan_election(session, **scope)
+    _, selection, tree = _plan(session, **scope)
     if not selection.eligible:
         why = "; ".join(f"{c.topic}-{c.partition}: {c.reason}" for c in selection.ineligible[:10])
         raise ValidationError(f"nothing to elect in {selection.scope}: "
@@ -57,12 +73,19 @@ def trigger(session: ZkSession, store: Store, *, cluster: str, actor: str | None
     action = store.begin(cluster=cluster, kind="preferred-election", target=selection.scope, summary=summary,
                          payload=[{"op": "create", "path": zf.PREFERRED_ELECTION, "data": data.decode()}],
                          rollback=None, actor=actor)
+    checks = [Op("check", zf.topic_path(t), version=tree.versions[zf.topic_path(t)])
+              for t in sorted({t for t, _ in keys})]
     try:
-        session.multi([Op("create", zf.PREFERRED_ELECTION, data)])
+        session.multi([*checks, Op("create", zf.PREFERRED_ELECTION, data)])
     except ZkNodeExistsError:
         # someone started one between our read and our write
         store.finish(action, ok=False, result="another election started first")
         raise _in_progress_error(keys) from None
+    except (ZkBadVersionError, ZkNoNodeError):
+        message = ("a topic of the election changed while it was being written (its replicas, and so its preferred "
+                   "leader, may differ now); nothing was written. Try again.")
+        store.finish(action, ok=False, result=message)
+        raise ValidationError(message) from None
     store.finish(action, ok=True, result=summary)
     return Triggered(action, selection)
 

@@ -29,7 +29,10 @@ def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = 
     """Fill `tree` from ZooKeeper. With `watch`, every znode read also gets a one-shot watch.
 
     `with_states=False` skips the partition states (the bulk of a large cluster): enough for
-    validating writes, which depend on brokers, topics, configs and /admin nodes only."""
+    validating writes, which depend on brokers, topics, configs and /admin nodes only.
+
+    The tree records the stat version of every topic, state and config znode it holds: a write
+    computed from it checks those versions (see core.zk.topic_admin)."""
     report = progress or (lambda stage, done, total: None)
 
     broker_names = session.children(zf.BROKER_IDS, watch=watch)
@@ -70,7 +73,7 @@ def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = 
         for t, node in zip(topics, topic_nodes):
             if node.data is None:  # deleted between the listing and the read
                 continue
-            state_keys.extend((t, p) for p in tree.set_topic(t, node.data))
+            state_keys.extend((t, p) for p in tree.set_topic(t, node.data, node.version))
 
     if not with_states:
         state_keys = []
@@ -78,16 +81,16 @@ def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = 
     state_paths = [zf.state_path(t, p) for t, p in state_keys]
     for (t, p), node in zip(state_keys, session.get_many(
             state_paths, watch=watch, progress=lambda n: report("states", n, len(state_keys)))):
-        tree.set_state(t, p, node.data)
+        tree.set_state(t, p, node.data, node.version)
 
     config_topics = [t for t in topics if t in set(lists[zf.CONFIG_TOPICS] or ())]
     config_brokers = sorted(lists[zf.CONFIG_BROKERS] or ())
     report("configs", 0, len(config_topics) + len(config_brokers))
     for t, node in zip(config_topics, session.get_many([zf.topic_config_path(t) for t in config_topics], watch=watch)):
-        tree.set_topic_config(t, node.data)
+        tree.set_topic_config(t, node.data, node.version)
     for e, node in zip(config_brokers, session.get_many([zf.broker_config_path(e) for e in config_brokers],
                                                         watch=watch)):
-        tree.set_broker_config(e, node.data)
+        tree.set_broker_config(e, node.data, node.version)
     report("configs", len(config_topics) + len(config_brokers), len(config_topics) + len(config_brokers))
     return tree
 
@@ -97,3 +100,12 @@ def read_snapshot(session: ZkSession, *, cluster: str = "", progress: Progress |
     """One consistent-enough pass over the tree (ZooKeeper offers no multi-node snapshot read)."""
     tree = load_tree(session, ClusterTree(), progress=progress, with_states=with_states)
     return tree.build(cluster=cluster, source=str(session.target))
+
+
+def read_for_write(session: ZkSession, *, with_states: bool = True) -> tuple[ClusterSnapshot, ClusterTree]:
+    """Live state to validate and compute a write from: synced first, so the bulk reader's own session
+    (which may sit on another, lagging server of the ensemble) sees every write committed before now.
+    The tree's `versions` are what the write must check."""
+    session.sync()
+    tree = load_tree(session, ClusterTree(), with_states=with_states)
+    return tree.build(source=str(session.target)), tree

@@ -4,8 +4,13 @@ ReassignPartitionsCommand (ZooKeeper mode) does.
 Execute re-reads live state, refuses while `/admin/reassign_partitions` exists, validates the plan,
 stores the plan and its rollback *before* writing, then writes the throttles (topic and broker
 configs, each announced by a change notification) and the reassignment node in one multi-op.
-Verify reports every partition as complete, in progress or not at its target, and removes the
-throttles once all are complete. ZooKeeper mode cannot cancel a running reassignment.
+Verify reports every partition as complete, in progress, not at its target, or gone (its topic was
+deleted, or never existed), and removes the throttles once none is in progress or off target.
+ZooKeeper mode cannot cancel a running reassignment.
+
+No lost updates: the throttle configs are rewritten from the same read that validated the plan, each
+with that read's znode version, and the multi-op checks the version of every planned topic's node,
+so a topic grown, reassigned or re-configured meanwhile fails the whole write.
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ from core.errors import (
     ValidationError,
     ZkBadVersionError,
     ZkNodeExistsError,
+    ZkNoNodeError,
 )
 from core.model import ClusterSnapshot, TopicPartitionReplicas
 from core.plans import ReassignmentPlan, parse_reassignment, rollback_for, validate_reassignment
 from core.store import Store
-from core.zk.reader import read_snapshot
+from core.zk.reader import read_for_write
 from core.zk.session import Op, ZkSession
+from core.zk.tree import ClusterTree
 
 LEADER_THROTTLED = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED = "follower.replication.throttled.replicas"
@@ -70,10 +77,13 @@ def throttles_for(plan: ReassignmentPlan, snapshot: ClusterSnapshot, rate: int) 
                      tuple(sorted(brokers)), rate)
 
 
-def _config_ops(session: ZkSession, path: str, entity: str, update: dict[str, str | None]) -> list[Op]:
-    """Set (or with None remove) keys of an entity config, then announce it, as kafka-configs does."""
-    node = session.get(path)
-    config = zf.decode_config(node.data, path) if node.exists else {}
+def _config_ops(tree: ClusterTree, path: str, entity: str, update: dict[str, str | None]) -> list[Op]:
+    """Set (or with None remove) keys of an entity config, then announce it, as kafka-configs does.
+
+    The config comes from `tree` and is written with the version of that read."""
+    kind, name = entity.split("/", 1)
+    config = (tree.topic_configs if kind == "topics" else tree.broker_configs).get(name, {})
+    version = tree.versions.get(path, -1)
     changed = dict(config)
     for key, value in update.items():
         if value is None:
@@ -82,17 +92,31 @@ def _config_ops(session: ZkSession, path: str, entity: str, update: dict[str, st
             changed[key] = value
     if changed == config:
         return []
-    write = (Op("set", path, zf.encode_config(changed), version=node.version) if node.exists
+    write = (Op("set", path, zf.encode_config(changed), version=version) if version >= 0
              else Op("create", path, zf.encode_config(changed)))
     return [write, Op("create", zf.CONFIG_CHANGE_PREFIX, zf.encode_config_change(entity), sequence=True)]
 
 
-def _live(session: ZkSession) -> ClusterSnapshot:
-    snap = read_snapshot(session)
+def _live(session: ZkSession) -> tuple[ClusterSnapshot, ClusterTree]:
+    snap, tree = read_for_write(session)
     if snap.controller is not None and snap.controller.is_kraft:
         raise KRaftControllerError("A KRaft controller owns this cluster: a ZooKeeper reassignment would be ignored. "
                                    "Use kafka-reassign-partitions.sh --bootstrap-server.")
-    return snap
+    return snap, tree
+
+
+def _topic_checks(tree: ClusterTree, topics: Iterable[str]) -> list[Op]:
+    """Check ops pinning each topic node to the version the plan was validated against."""
+    out = []
+    for topic in sorted(set(topics)):
+        version = tree.versions.get(zf.topic_path(topic))
+        if version is not None and version >= 0:
+            out.append(Op("check", zf.topic_path(topic), version=version))
+    return out
+
+
+CHANGED_MEANWHILE = ("a planned topic, or a topic or broker config, changed while the reassignment was being written "
+                     "(another client wrote it first); nothing was written. Try again.")
 
 
 def _multi(session: ZkSession, ops: list[Op]) -> None:
@@ -122,7 +146,7 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
         raise ValidationError(f"--throttle must be a positive number of bytes per second, got {throttle}")
     if session.exists(zf.REASSIGN):
         raise ReassignmentInProgressError(IN_PROGRESS, hint="verify it, and execute this plan once it completes")
-    snap = _live(session)
+    snap, tree = _live(session)
     warnings = [w for w in validate_reassignment(plan, snap) if "is in progress" not in w]
     rollback = rollback_for(plan, snap)
     moving = moving_partitions(plan, snap)
@@ -131,12 +155,13 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
     ops: list[Op] = []
     if throttles:
         for topic in sorted(set(throttles.leader) | set(throttles.follower)):
-            ops += _config_ops(session, zf.topic_config_path(topic), f"topics/{topic}",
+            ops += _config_ops(tree, zf.topic_config_path(topic), f"topics/{topic}",
                                {LEADER_THROTTLED: throttles.leader.get(topic), FOLLOWER_THROTTLED:
                                 throttles.follower.get(topic)})
         for broker in throttles.brokers:
-            ops += _config_ops(session, zf.broker_config_path(broker), f"brokers/{broker}",
+            ops += _config_ops(tree, zf.broker_config_path(broker), f"brokers/{broker}",
                                {LEADER_RATE: str(throttle), FOLLOWER_RATE: str(throttle)})
+    ops += _topic_checks(tree, (e.topic for e in plan.entries))
     node = zf.encode_reassignment(TopicPartitionReplicas(e.topic, e.partition, e.replicas) for e in plan.entries)
     ops.append(Op("create", zf.REASSIGN, node))
 
@@ -151,10 +176,9 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
     except ZkNodeExistsError:
         store.finish(action, ok=False, result=IN_PROGRESS)
         raise ReassignmentInProgressError(IN_PROGRESS) from None
-    except ZkBadVersionError:
-        store.finish(action, ok=False, result="configs changed concurrently")
-        raise ValidationError("a topic or broker config changed while the throttles were being written; nothing was "
-                              "written. Try again.") from None
+    except (ZkBadVersionError, ZkNoNodeError):
+        store.finish(action, ok=False, result="changed concurrently: " + CHANGED_MEANWHILE)
+        raise ValidationError(CHANGED_MEANWHILE) from None
     except Exception as e:
         store.finish(action, ok=False, result=str(e))
         raise
@@ -164,7 +188,9 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
 
 # --- verify -------------------------------------------------------------------------------------
 
-COMPLETE, IN_FLIGHT, NOT_AT_TARGET = "complete", "in progress", "not at target"
+COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE = "complete", "in progress", "not at target", "gone"
+# Statuses after which nothing more will happen to a partition: its throttles can go.
+FINISHED = frozenset({COMPLETE, GONE})
 
 
 @dataclass(frozen=True)
@@ -183,7 +209,12 @@ class Verified:
 
     @property
     def complete(self) -> bool:
-        return all(p.status == COMPLETE for p in self.partitions)
+        """Nothing left to wait for: every partition is at its target or no longer exists."""
+        return all(p.status in FINISHED for p in self.partitions)
+
+    @property
+    def gone(self) -> tuple[PartitionStatus, ...]:
+        return tuple(p for p in self.partitions if p.status == GONE)
 
 
 def reassignment_status(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> list[PartitionStatus]:
@@ -195,6 +226,9 @@ def reassignment_status(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> li
         replicas = p.replicas if p else ()
         if (topic, partition) in pending or (p and (p.adding_replicas or p.removing_replicas)):
             status = IN_FLIGHT
+        elif p is None:
+            # Deleted while moving (Kafka drops it from the reassignment) or never existed: nothing to wait for.
+            status = GONE
         elif replicas == target:
             status = COMPLETE
         else:
@@ -203,32 +237,43 @@ def reassignment_status(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> li
     return out
 
 
-def remove_throttles(session: ZkSession, topics: Iterable[str], snapshot: ClusterSnapshot) -> bool:
-    """Kafka's removeThrottle: the topics' throttled-replica lists and every broker's rates."""
+def remove_throttles(session: ZkSession, topics: Iterable[str], snapshot: ClusterSnapshot,
+                     tree: ClusterTree) -> bool:
+    """Kafka's removeThrottle: the topics' throttled-replica lists and every broker's rates.
+
+    Topics that no longer exist are skipped (their config node went with them)."""
     ops: list[Op] = []
     for topic in sorted(set(topics)):
-        ops += _config_ops(session, zf.topic_config_path(topic), f"topics/{topic}",
+        if snapshot.topic(topic) is None:
+            continue
+        ops += _config_ops(tree, zf.topic_config_path(topic), f"topics/{topic}",
                            {LEADER_THROTTLED: None, FOLLOWER_THROTTLED: None})
     for broker in sorted({b.id for b in snapshot.brokers} | {int(e) for e in snapshot.broker_configs if e.isdigit()}):
-        ops += _config_ops(session, zf.broker_config_path(broker), f"brokers/{broker}",
+        ops += _config_ops(tree, zf.broker_config_path(broker), f"brokers/{broker}",
                            {LEADER_RATE: None, FOLLOWER_RATE: None})
     if ops:
-        _multi(session, ops)
+        try:
+            _multi(session, ops)
+        except (ZkBadVersionError, ZkNodeExistsError, ZkNoNodeError):
+            raise ValidationError("a topic or broker config changed while the throttles were being removed; "
+                                  "nothing was written. Run verify again.") from None
     return bool(ops)
 
 
 def verify(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster: str,
            actor: str | None = None) -> Verified:
-    snap = _live(session)
+    snap, tree = _live(session)
     statuses = reassignment_status(plan, snap)
     removed = False
-    if all(s.status == COMPLETE for s in statuses):
+    if all(s.status in FINISHED for s in statuses):
         topics = sorted({s.topic for s in statuses})
+        gone = sum(s.status == GONE for s in statuses)
         action = store.begin(cluster=cluster, kind="remove-throttles", target=", ".join(topics)[:200],
-                             summary=f"reassignment of {len(statuses)} partitions complete: throttles removed",
-                             payload={"topics": topics})
+                             summary=f"reassignment of {len(statuses)} partitions complete"
+                                     + (f" ({gone} no longer exist)" if gone else "") + ": throttles removed",
+                             payload={"topics": topics}, actor=actor)
         try:
-            removed = remove_throttles(session, topics, snap)
+            removed = remove_throttles(session, topics, snap, tree)
         except Exception as e:
             store.finish(action, ok=False, result=str(e))
             raise

@@ -4,6 +4,10 @@ Every apply re-reads live state, re-computes the draft against it (so a preview 
 cannot write something the cluster no longer allows), records the action in the store *before*
 writing, writes as Kafka's admin tools write (one multi-op where Kafka's semantics allow), and
 finishes the record with the result. Bad input raises a typed error and writes nothing.
+
+No lost updates: every znode whose new content is computed from what was read is written with the
+stat version of that same read (ClusterTree.versions), so a change made by anyone in between fails
+the whole multi-op instead of being overwritten.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import base64
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from core import zkformat as zf
 from core.errors import (
@@ -23,6 +27,7 @@ from core.errors import (
     ValidationError,
     ZkBadVersionError,
     ZkNodeExistsError,
+    ZkNoNodeError,
 )
 from core.model import ClusterSnapshot
 from core.store import Store
@@ -35,8 +40,9 @@ from core.topics import (
     draft_alter_config,
     draft_create_topic,
     draft_delete_topic,
+    require_accepted,
 )
-from core.zk.reader import load_tree
+from core.zk.reader import read_for_write
 from core.zk.session import Op, ZkSession
 from core.zk.tree import ClusterTree
 
@@ -49,9 +55,14 @@ class Applied:
 
 
 def live_state(session: ZkSession) -> tuple[ClusterSnapshot, ClusterTree]:
-    """Brokers, topics, configs and /admin nodes as they are now (partition states are not needed)."""
-    tree = load_tree(session, ClusterTree(), with_states=False)
-    return tree.build(source=str(session.target)), tree
+    """Brokers, topics, configs and /admin nodes as they are now (partition states are not needed),
+    with the versions the write must check."""
+    return read_for_write(session, with_states=False)
+
+
+def _changed_meanwhile(what: str) -> str:
+    return (f"{what} changed while it was being written (another client wrote it first); nothing was written. "
+            "Try again.")
 
 
 def new_topic_id() -> str:
@@ -102,10 +113,13 @@ def _run(session: ZkSession, store: Store, action_id: int, ops: list[Op], summar
 
 
 def create_topic(session: ZkSession, store: Store, draft: CreateTopicDraft, *, cluster: str,
-                 actor: str | None = None) -> Applied:
-    """Write the draft's exact placement (re-validated as an explicit assignment against live state)."""
+                 actor: str | None = None, accept_risks: bool | Sequence[str] = False) -> Applied:
+    """Write the draft's exact placement (re-validated as an explicit assignment against live state).
+
+    `accept_risks`: True, or the exact risk texts the operator confirmed (see CreateTopicDraft.risks)."""
     snap, tree = live_state(session)
     checked = draft_create_topic(snap, draft.name, config=draft.config, replica_assignment=draft.assignment)
+    require_accepted(checked.risks, accept_risks)
     version, with_id = topic_node_version(tree)
     topic_id = new_topic_id() if with_id else None
     config_path = zf.topic_config_path(checked.name)
@@ -132,40 +146,48 @@ def create_topic(session: ZkSession, store: Store, draft: CreateTopicDraft, *, c
 def add_partitions(session: ZkSession, store: Store, draft: AddPartitionsDraft, *, cluster: str,
                    actor: str | None = None) -> Applied:
     snap, tree = live_state(session)
-    node = session.get(zf.topic_path(draft.name))
+    topic = snap.topic(draft.name)
+    if topic is not None and len(topic.partitions) != draft.old_total:
+        # The draft's new replicas were placed for the old count: re-placing them silently could change them.
+        raise InvalidPartitionsError(_changed_meanwhile(f"Topic {draft.name}") + f" It now has "
+                                     f"{len(topic.partitions)} partitions; the draft was made for {draft.old_total}.")
     checked = draft_add_partitions(snap, draft.name, draft.new_total, replica_assignment=draft.new_assignment)
+    path = zf.topic_path(draft.name)
     current = tree.assignments[draft.name]
-    ops = [Op("set", zf.topic_path(draft.name), zf.encode_topic(
+    # The version of the very read the new partition list was computed from, not of a later get().
+    ops = [Op("set", path, zf.encode_topic(
         checked.full_assignment, version=max(current.version, 1), adding_replicas=current.adding_replicas,
-        removing_replicas=current.removing_replicas, topic_id=current.topic_id), version=node.version)]
+        removing_replicas=current.removing_replicas, topic_id=current.topic_id), version=tree.versions[path])]
     summary = f"added {len(checked.new_assignment)} partitions to {draft.name} ({checked.old_total} -> {checked.new_total})"
     action = _record(store, cluster, "add-partitions", draft.name, summary, ops,
                      {"action": "none", "reason": "Kafka cannot remove partitions from a topic"}, actor)
     return _run(session, store, action, ops, summary, {ZkBadVersionError: InvalidPartitionsError(
-        f"Topic {draft.name} changed while its partitions were being added; nothing was written. Try again.")})
+        _changed_meanwhile(f"Topic {draft.name}"))})
 
 
 # --- alter config --------------------------------------------------------------------------------
 
 
 def alter_config(session: ZkSession, store: Store, name: str, set: Mapping[str, str] | None = None,
-                 delete: Iterable[str] = (), *, cluster: str, actor: str | None = None) -> Applied:
+                 delete: Iterable[str] = (), *, cluster: str, actor: str | None = None,
+                 accept_risks: bool | Sequence[str] = False) -> Applied:
     """kafka-configs --alter: the entity node, then the change notification the brokers listen to."""
-    snap, _ = live_state(session)
+    snap, tree = live_state(session)
     draft: AlterConfigDraft = draft_alter_config(snap, name, set=set, delete=delete)
     if not draft.changed:
         raise ValidationError(f"nothing to change: topic {name} already has that configuration")
+    require_accepted(draft.risks, accept_risks)
     path = zf.topic_config_path(name)
-    node = session.get(path)
-    entity = (Op("set", path, zf.encode_config(draft.new), version=node.version) if node.exists
+    version = tree.versions.get(path, -1)  # the read draft.old came from; -1: there was no config node
+    entity = (Op("set", path, zf.encode_config(draft.new), version=version) if version >= 0
               else Op("create", path, zf.encode_config(draft.new)))
     ops = [entity, Op("create", zf.CONFIG_CHANGE_PREFIX, zf.encode_config_change(f"topics/{name}"), sequence=True)]
     changes = ", ".join(f"{r.key}={r.new}" if r.new is not None else f"-{r.key}" for r in draft.diff)
     summary = f"altered config of {name}: {changes}"
     action = _record(store, cluster, "alter-config", name, summary, ops,
                      {"action": "alter-config", "topic": name, "config": draft.old}, actor)
-    return _run(session, store, action, ops, summary, {ZkBadVersionError: ValidationError(
-        f"The config of topic {name} changed while it was being altered; nothing was written. Try again.")})
+    changed = ValidationError(_changed_meanwhile(f"The config of topic {name}"))
+    return _run(session, store, action, ops, summary, {ZkBadVersionError: changed, ZkNodeExistsError: changed})
 
 
 # --- delete ----------------------------------------------------------------------------------
@@ -173,11 +195,15 @@ def alter_config(session: ZkSession, store: Store, name: str, set: Mapping[str, 
 
 def delete_topic(session: ZkSession, store: Store, name: str, *, cluster: str,
                  actor: str | None = None) -> Applied:
-    snap, _ = live_state(session)
+    snap, tree = live_state(session)
     draft: DeleteTopicDraft = draft_delete_topic(snap, name)
-    ops = [Op("create", zf.delete_topic_path(name), b"")]
+    # The topic must still be the one that was read (not deleted and re-created meanwhile).
+    ops = [Op("check", zf.topic_path(name), version=tree.versions[zf.topic_path(name)]),
+           Op("create", zf.delete_topic_path(name), b"")]
     summary = f"marked topic {name} for deletion ({draft.partitions} partitions, {draft.replicas} replicas)"
     action = _record(store, cluster, "delete-topic", name, summary, ops,
                      {"action": "none", "reason": "a deleted topic's data cannot be restored"}, actor)
     return _run(session, store, action, ops, summary,
-                {ZkNodeExistsError: BusyError(f"Topic {name} is already marked for deletion.")})
+                {ZkNodeExistsError: BusyError(f"Topic {name} is already marked for deletion."),
+                 ZkBadVersionError: ValidationError(_changed_meanwhile(f"Topic {name}")),
+                 ZkNoNodeError: ValidationError(_changed_meanwhile(f"Topic {name}"))})

@@ -43,6 +43,9 @@ class ClusterTree:
         self.election: tuple[tuple[str, int], ...] = ()
         self.deletion: set[str] = set()
         self.problems: dict[str, str] = {}
+        # znode path -> the stat version of the data this tree holds (-1: read as absent). A write computed
+        # from this tree checks exactly these versions, so a change made after the read is never overwritten.
+        self.versions: dict[str, int] = {}
         self.generation = 0  # bumped on every change; lets readers cache snapshots
         self._topic_cache: dict[str, Topic] = {}
         self._snapshot_cache: tuple[int, ClusterSnapshot] | None = None
@@ -53,6 +56,12 @@ class ClusterTree:
         self.generation += 1
         if topic is not None:
             self._topic_cache.pop(topic, None)
+
+    def _version(self, path: str, data: bytes | None, version: int | None) -> None:
+        if version is None:  # unknown (a caller that does not track versions): never guess
+            self.versions.pop(path, None)
+        else:
+            self.versions[path] = -1 if data is None else version
 
     def _decode(self, path: str, fn, *args):
         try:
@@ -105,11 +114,12 @@ class ClusterTree:
             cid = None if data is None else self._decode(zf.CLUSTER_ID, zf.decode_cluster_id, data)
             self.cluster_id = None if cid is _CORRUPT else cid
 
-    def set_topic(self, topic: str, data: bytes | None) -> list[int]:
+    def set_topic(self, topic: str, data: bytes | None, version: int | None = None) -> list[int]:
         """Returns the partition ids of the (new) assignment, so callers can read their states."""
         with self.lock:
             path = zf.topic_path(topic)
             self._touch(topic)
+            self._version(path, data, version)
             if data is None:
                 self.assignments.pop(topic, None)
                 self.states.pop(topic, None)
@@ -127,28 +137,31 @@ class ClusterTree:
                 del states[gone]
             return sorted(a.partitions)
 
-    def set_state(self, topic: str, partition: int, data: bytes | None) -> None:
+    def set_state(self, topic: str, partition: int, data: bytes | None, version: int | None = None) -> None:
         with self.lock:
             path = zf.state_path(topic, partition)
             self._touch(topic)
+            self._version(path, data, version)
             state = None if data is None else self._decode(path, zf.decode_partition_state, data, path)
             self.states.setdefault(topic, {})[partition] = None if state is _CORRUPT else state
             if data is None:
                 self.problems.pop(path, None)
 
-    def set_topic_config(self, topic: str, data: bytes | None) -> None:
+    def set_topic_config(self, topic: str, data: bytes | None, version: int | None = None) -> None:
         with self.lock:
             path = zf.topic_config_path(topic)
             self._touch(topic)
+            self._version(path, data, version)
             cfg = {} if data is None else self._decode(path, zf.decode_config, data, path)
             if data is None:
                 self.problems.pop(path, None)
             self.topic_configs[topic] = {} if cfg is _CORRUPT else cfg
 
-    def set_broker_config(self, entity: str, data: bytes | None) -> None:
+    def set_broker_config(self, entity: str, data: bytes | None, version: int | None = None) -> None:
         with self.lock:
             path = zf.broker_config_path(entity)
             self._touch()
+            self._version(path, data, version)
             if data is None:
                 self.broker_configs.pop(entity, None)
                 self.problems.pop(path, None)
