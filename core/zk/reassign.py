@@ -224,11 +224,12 @@ def reassignment_status(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> li
     for (topic, partition), target in sorted(plan.assignment().items()):
         p = current.get((topic, partition))
         replicas = p.replicas if p else ()
-        if (topic, partition) in pending or (p and (p.adding_replicas or p.removing_replicas)):
-            status = IN_FLIGHT
-        elif p is None:
-            # Deleted while moving (Kafka drops it from the reassignment) or never existed: nothing to wait for.
+        if p is None:
+            # Deleted, or never existed: nothing to wait for. (Kafka's controller drops a partition that does
+            # not exist from /admin/reassign_partitions with UNKNOWN_TOPIC_OR_PARTITION.)
             status = GONE
+        elif (topic, partition) in pending or p.adding_replicas or p.removing_replicas:
+            status = IN_FLIGHT
         elif replicas == target:
             status = COMPLETE
         else:
