@@ -1,7 +1,7 @@
-"""Entry point: `python -m core COMMAND ...` (see core/cli.py)."""
+"""Entry point: `python -m core COMMAND ...` (see core/cli/)."""
 
 import sys
 
-from core.cli import main
+from core.cli.app import main
 
 sys.exit(main())

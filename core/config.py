@@ -34,7 +34,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Mapping
 
-from core.errors import PermissionDeniedError, ValidationError
+from core.errors import PermissionDeniedError, TlsFileError, ValidationError
 
 __all__ = [
     "CONFIG_ENV",
@@ -45,6 +45,8 @@ __all__ = [
     "Role",
     "TlsConfig",
     "can_act",
+    "check_cluster_tls",
+    "check_tls_files",
     "config_path",
     "digest_env_var",
     "load_config",
@@ -170,6 +172,8 @@ def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(source, None, f"not valid TOML: {e}") from None
+    except RecursionError:  # tomllib is recursive: arrays nested thousands deep exhaust the stack
+        raise ConfigError(source, None, "not a Keel config: values are nested too deeply") from None
 
     keel = doc.get("keel", {})
     if not isinstance(keel, dict):
@@ -271,6 +275,92 @@ def _tls(source, key: str, raw: Any, base_dir: Path | None) -> TlsConfig | None:
     if not isinstance(verify, bool):
         raise ConfigError(source, f"{key}.verify", f"must be true or false, got {verify!r}")
     return TlsConfig(ca=files["ca"], cert=files["cert"], key=files["key"], key_password=password, verify=verify)
+
+
+# --- TLS files ------------------------------------------------------------------------------
+
+# A CA bundle of every public root is ~250 KB; anything this large is not a PEM file meant for ZooKeeper.
+MAX_TLS_FILE_BYTES = 16 * 2**20
+TLS_OPTIONS = {"ca": "--zk-tls-ca", "cert": "--zk-tls-cert", "key": "--zk-tls-key"}
+_TLS_WHAT = {"ca": "TLS CA file", "cert": "TLS client certificate", "key": "TLS client key"}
+_PEM_CERT = b"-----BEGIN CERTIFICATE-----"
+_PEM_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+
+
+def check_tls_files(ca: str | None, cert: str | None, key: str | None, key_password: str | None = None, *,
+                    options: Mapping[str, str] = TLS_OPTIONS) -> None:
+    """Raise TlsFileError naming the file unless every given TLS file exists, is readable and is PEM of the
+    right kind, and a client certificate comes with its key (a separate file or in the same PEM).
+
+    Called before connecting: a bad file would otherwise show as "could not connect ... check that ZooKeeper
+    is running" after the whole connect timeout. `options` names the settings in messages (CLI flags by
+    default; `clusters.<name>.tls.<k>` for keel.toml)."""
+    import ssl
+
+    if key and not cert:
+        raise TlsFileError(f"{_TLS_WHAT['key']} {key} is given without a client certificate",
+                           key, options["key"], hint=f"give the certificate too ({options['cert']})")
+    if ca:
+        if _PEM_CERT not in _read_tls(ca, "ca", options):
+            raise TlsFileError(f"{_TLS_WHAT['ca']} {ca} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                               ca, options["ca"])
+        try:
+            ssl.create_default_context(cafile=ca)
+        except ssl.SSLError as e:
+            raise TlsFileError(f"{_TLS_WHAT['ca']} {ca} is not a usable PEM certificate bundle: {e.reason or e}",
+                               ca, options["ca"]) from None
+    if cert:
+        data = _read_tls(cert, "cert", options)
+        if _PEM_CERT not in data:
+            raise TlsFileError(f"{_TLS_WHAT['cert']} {cert} holds no PEM certificate "
+                               "(-----BEGIN CERTIFICATE-----)", cert, options["cert"])
+        if not key and not _PEM_KEY.search(data):
+            raise TlsFileError(f"{_TLS_WHAT['cert']} {cert} holds no private key and no key file is given",
+                               cert, options["cert"],
+                               hint=f"give the key with {options['key']}, or put it in the same PEM file")
+        if key and not _PEM_KEY.search(_read_tls(key, "key", options)):
+            raise TlsFileError(f"{_TLS_WHAT['key']} {key} holds no PEM private key (-----BEGIN PRIVATE KEY-----)",
+                               key, options["key"])
+        try:
+            # "" rather than None: OpenSSL would otherwise prompt on the terminal for an encrypted key's password.
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(cert, key, key_password or "")
+        except ssl.SSLError as e:
+            both = f"{cert} and key {key}" if key else cert
+            raise TlsFileError(f"{_TLS_WHAT['cert']} {both} cannot be loaded: {e.reason or e}", cert, options["cert"],
+                               hint="check that the key belongs to the certificate and its password") from None
+
+
+def _read_tls(path: str, role: str, options: Mapping[str, str]) -> bytes:
+    what = _TLS_WHAT[role]
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise TlsFileError(f"{what} {path} is a directory, not a PEM file", path, options[role])
+        with open(p, "rb") as f:
+            data = f.read(MAX_TLS_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise TlsFileError(f"{what} {path} does not exist", path, options[role]) from None
+    except OSError as e:
+        raise TlsFileError(f"{what} {path} cannot be read: {e.strerror or e}", path, options[role]) from None
+    if len(data) > MAX_TLS_FILE_BYTES:
+        raise TlsFileError(f"{what} {path} is larger than {MAX_TLS_FILE_BYTES // 2**20} MiB: not a PEM file",
+                           path, options[role])
+    return data
+
+
+def check_cluster_tls(config: KeelConfig, name: str) -> None:
+    """check_tls_files for one configured cluster, as a ConfigError naming keel.toml's key.
+
+    Not part of load_config on purpose: one cluster's missing CA must not hide every other cluster of the
+    console; the file is checked when that cluster is opened (ZkSession does the same check)."""
+    tls = config.cluster(name).tls
+    if tls is None:
+        return
+    options = {k: f"clusters.{name}.tls.{k}" for k in ("ca", "cert", "key")}
+    try:
+        check_tls_files(tls.ca, tls.cert, tls.key, tls.key_password, options=options)
+    except TlsFileError as e:
+        raise ConfigError(config.path, e.option, e.message, hint=e.hint) from None
 
 
 def _no_unknown(source, key: str, table: dict, allowed: set[str]) -> None:

@@ -159,3 +159,46 @@ class ZkBadVersionError(ZkOperationError):
 
 class ZkNotEmptyError(ZkOperationError):
     pass
+
+
+# --- local files: inputs, outputs, the action history, TLS material --------------------------
+
+
+class InputFileError(ValidationError):
+    """A file named on the command line (or in the config) that cannot be used: missing, a directory,
+    unreadable, or larger than Keel reads; `path` names it."""
+
+    def __init__(self, message: str, path: str | None = None, *, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.path = path
+
+
+class OutputPathError(ValidationError):
+    """An output path that cannot be written (its directory is missing, it is a directory, ...)."""
+
+    def __init__(self, message: str, path: str | None = None, *, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.path = path
+
+
+class StoreError(KeelError):
+    """The action history database (KEEL_STORE / --store) cannot be opened or written."""
+
+    def __init__(self, message: str, path: str | None = None, *, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.path = path
+
+
+class TlsFileError(ValidationError):
+    """A TLS file (CA bundle, client certificate or key) that is missing, unreadable or not PEM;
+    `path` names it, `option` says which one it is (e.g. --zk-tls-ca)."""
+
+    def __init__(self, message: str, path: str | None = None, option: str | None = None, *,
+                 hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.option = option
+
+
+class SecretError(ValidationError):
+    """Credentials that cannot be used (a digest file missing, empty, or not user:password); never echoes them."""

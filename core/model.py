@@ -16,6 +16,10 @@ from core.errors import SnapshotFormatError
 
 SNAPSHOT_FORMAT = "keel.snapshot/1"
 NO_LEADER = -1
+# A snapshot file is ~250 bytes a partition (indented, replication factor 3): 512 MiB is ~2 million partitions,
+# ten times the ~200,000 a ZooKeeper-mode cluster can carry. A larger file is a mistake, and parsing it would
+# take several GB of memory before anything could be said about it.
+MAX_SNAPSHOT_BYTES = 512 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,10 +209,15 @@ class ClusterSnapshot:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "ClusterSnapshot":
+        if len(text) > MAX_SNAPSHOT_BYTES:
+            raise SnapshotFormatError(f"snapshot is {len(text):,} bytes; the limit is {MAX_SNAPSHOT_BYTES // 2**20} MiB "
+                                      "(~2 million partitions)")
         try:
             doc = json.loads(text)
         except ValueError as e:
             raise SnapshotFormatError(f"snapshot is not valid JSON: {e}") from None
+        except RecursionError:
+            raise SnapshotFormatError("not a Keel snapshot: the JSON is nested too deeply") from None
         return cls.from_dict(doc)
 
     @classmethod
@@ -217,36 +226,35 @@ class ClusterSnapshot:
             got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
             raise SnapshotFormatError(f"not a Keel snapshot: expected format {SNAPSHOT_FORMAT!r}, got {got!r}")
         try:
-            ctrl = doc.get("controller")
-            ip = doc.get("in_progress") or {}
+            ctrl = _opt_obj(doc, "controller", "snapshot")
+            ip = _opt_obj(doc, "in_progress", "snapshot") or {}
+            brokers = tuple(_broker_from(b, i) for i, b in enumerate(_list(doc, "brokers", "snapshot")))
+            _unique((b.id for b in brokers), "broker {} appears more than once in 'brokers'")
+            topics = tuple(_topic_from(t, i) for i, t in enumerate(_list(doc, "topics", "snapshot")))
+            _unique((t.name for t in topics), "topic {!r} appears more than once in 'topics'")
             return cls(
                 cluster=str(doc.get("cluster", "")),
                 captured_at=str(doc.get("captured_at", "")),
                 source=str(doc.get("source", "")),
-                cluster_id=doc.get("cluster_id"),
+                cluster_id=_opt(doc, "cluster_id", str, "snapshot"),
                 controller=None if ctrl is None else Controller(
-                    broker_id=ctrl.get("broker_id"), epoch=ctrl.get("epoch"),
-                    kraft_controller_epoch=ctrl.get("kraft_controller_epoch")),
-                brokers=tuple(
-                    Broker(id=int(b["id"]), rack=b.get("rack"), host=b.get("host"), port=b.get("port"),
-                           endpoints=tuple(b.get("endpoints") or ()), alive=bool(b.get("alive", True)))
-                    for b in doc["brokers"]
-                ),
-                broker_configs={str(k): dict(v) for k, v in (doc.get("broker_configs") or {}).items()},
-                topics=tuple(
-                    Topic(name=t["name"], topic_id=t.get("topic_id"), config=dict(t.get("config") or {}),
-                          partitions=tuple(_partition_from(t["name"], p) for p in t["partitions"]))
-                    for t in doc["topics"]
-                ),
+                    broker_id=_opt(ctrl, "broker_id", int, "controller"), epoch=_opt(ctrl, "epoch", int, "controller"),
+                    kraft_controller_epoch=_opt(ctrl, "kraft_controller_epoch", int, "controller")),
+                brokers=brokers,
+                broker_configs={str(k): _config(v, f"broker_configs[{k!r}]")
+                                for k, v in (_opt_obj(doc, "broker_configs", "snapshot") or {}).items()},
+                topics=topics,
                 in_progress=InProgress(
-                    reassignment=tuple(
-                        TopicPartitionReplicas(r["topic"], int(r["partition"]), tuple(r["replicas"]))
-                        for r in ip.get("reassignment", ())
-                    ),
-                    preferred_election=tuple((e["topic"], int(e["partition"])) for e in ip.get("preferred_election", ())),
-                    deletion=tuple(ip.get("deletion", ())),
+                    reassignment=tuple(_moving_from(r, f"in_progress.reassignment[{i}]")
+                                       for i, r in enumerate(_list(ip, "reassignment", "in_progress", ()))),
+                    preferred_election=tuple(
+                        (_name(e, "topic", where), _pid(e, where))
+                        for i, e in enumerate(_list(ip, "preferred_election", "in_progress", ()))
+                        if (where := f"in_progress.preferred_election[{i}]")),
+                    deletion=tuple(_strings(ip, "deletion", "in_progress")),
                 ),
-                problems=tuple(Problem(p["path"], p["error"]) for p in doc.get("problems", ())),
+                problems=tuple(Problem(_name(p, "path", "problems"), str(p.get("error", "")))
+                               for p in _list(doc, "problems", "snapshot", ())),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise SnapshotFormatError(f"malformed snapshot: {type(e).__name__}: {e}") from None
@@ -272,12 +280,153 @@ def _partition_dict(p: Partition) -> dict[str, Any]:
     return d
 
 
-def _partition_from(topic: str, p: Mapping[str, Any]) -> Partition:
+# --- strict snapshot parsing: every field typed, ids unique, replicas among the brokers ------------------------
+# A snapshot file feeds the planner and its rollback JSON: a value Kafka would never write (replicas "x",
+# [1,1,99]) must stop there with the topic and partition named, not travel into a plan. (A replica on a broker
+# the file does not list is accepted: hand-built snapshots omit dead brokers, and the planner treats it as dead.)
+
+
+def _bad(where: str, problem: str) -> SnapshotFormatError:
+    return SnapshotFormatError(f"malformed snapshot: {where}: {problem}")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _obj(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise _bad(where, f"must be an object, got {_show(value)}")
+    return value
+
+
+def _opt_obj(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any] | None:
+    value = doc.get(key)
+    return None if value is None else _obj(value, f"{where} {key!r}")
+
+
+def _list(doc: Mapping[str, Any], key: str, where: str, default: Any = ...) -> list[Any]:
+    if key not in doc and default is not ...:
+        return list(default)
+    value = doc[key] if key in doc else None
+    if not isinstance(value, list):
+        raise _bad(where, f"{key!r} must be a list, got {_show(value)}")
+    return value
+
+
+def _opt(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if type(value) is not kind:
+        raise _bad(where, f"{key!r} must be {'an integer' if kind is int else 'a string'} or null, got {_show(value)}")
+    return value
+
+
+def _int(doc: Mapping[str, Any], key: str, where: str, default: Any = ..., minimum: int = 0) -> int:
+    if key not in doc:
+        if default is ...:
+            raise _bad(where, f"missing {key!r}")
+        return default
+    value = doc[key]
+    if type(value) is not int or value < minimum:
+        raise _bad(where, f"{key!r} must be an integer{'' if minimum < 0 else ' >= ' + str(minimum)}, "
+                          f"got {_show(value)}")
+    return value
+
+
+def _pid(doc: Mapping[str, Any], where: str) -> int:
+    if type(doc.get("partition")) is not int or doc["partition"] < 0:
+        raise _bad(where, f"'partition' must be a non-negative integer, got {_show(doc.get('partition'))}")
+    return doc["partition"]
+
+
+def _name(doc: Any, key: str, where: str) -> str:
+    value = _obj(doc, where).get(key)
+    if not isinstance(value, str) or not value:
+        raise _bad(where, f"{key!r} must be a non-empty string, got {_show(value)}")
+    return value
+
+
+def _strings(doc: Mapping[str, Any], key: str, where: str) -> list[str]:
+    values = _list(doc, key, where, ())
+    if not all(isinstance(v, str) for v in values):
+        raise _bad(where, f"{key!r} must be a list of strings, got {_show(values)}")
+    return values
+
+
+def _broker_ids(doc: Mapping[str, Any], key: str, where: str, default: Any = ...) -> tuple[int, ...]:
+    if key not in doc and default is not ...:
+        return tuple(default)
+    value = doc.get(key)
+    if type(value) is not list or not all(type(b) is int and b >= 0 for b in value):
+        raise _bad(where, f"{key!r} must be a list of broker ids (non-negative integers), got {_show(value)}")
+    if len(set(value)) != len(value):
+        twice = sorted({b for b in value if value.count(b) > 1})
+        raise _bad(where, f"broker {','.join(map(str, twice))} appears more than once in {key!r} {_show(value)}")
+    return tuple(value)
+
+
+def _config(value: Any, where: str) -> dict[str, str]:
+    cfg = _obj(value, where)
+    bad = next((k for k, v in cfg.items() if not isinstance(v, str)), None)
+    if bad is not None:
+        raise _bad(where, f"config value of {bad!r} must be a string, got {_show(cfg[bad])}")
+    return dict(cfg)
+
+
+def _unique(items: Iterable[Any], message: str) -> None:
+    seen: set[Any] = set()
+    for item in items:
+        if item in seen:
+            raise _bad("snapshot", message.format(item))
+        seen.add(item)
+
+
+def _broker_from(b: Any, i: int) -> Broker:
+    where = f"brokers[{i}]"
+    b = _obj(b, where)
+    broker_id = _int(b, "id", where)
+    where = f"broker {broker_id}"
+    alive = b.get("alive", True)
+    if type(alive) is not bool:
+        raise _bad(where, f"'alive' must be true or false, got {_show(alive)}")
+    endpoints = _strings(b, "endpoints", where) if b.get("endpoints") is not None else []
+    return Broker(id=broker_id, rack=_opt(b, "rack", str, where), host=_opt(b, "host", str, where),
+                  port=_opt(b, "port", int, where), endpoints=tuple(endpoints), alive=alive)
+
+
+def _moving_from(r: Any, where: str) -> TopicPartitionReplicas:
+    return TopicPartitionReplicas(_name(r, "topic", where), _pid(r, where), _broker_ids(r, "replicas", where, ()))
+
+
+def _topic_from(t: Any, i: int) -> Topic:
+    name = _name(t, "name", f"topics[{i}]")
+    where = f"topic {name!r}"
+    parts = tuple(_partition_from(name, p) for p in _list(t, "partitions", where))
+    _unique((p.partition for p in parts), f"{where}: partition {{}} appears more than once")
+    return Topic(name=name, topic_id=_opt(t, "topic_id", str, where),
+                 config=_config(t.get("config") or {}, f"{where} 'config'"), partitions=parts)
+
+
+def _partition_from(topic: str, p: Any) -> Partition:
+    where = f"topic {topic!r} partition {p.get('partition') if isinstance(p, dict) else '?'}"
+    p = _obj(p, where)
+    pid = _pid(p, where)
+    replicas = _broker_ids(p, "replicas", where)
+    if not replicas:
+        raise _bad(where, "'replicas' is empty")
+    has_state = p.get("has_state", True)
+    if type(has_state) is not bool:
+        raise _bad(where, f"'has_state' must be true or false, got {_show(has_state)}")
     return Partition(
-        topic=topic, partition=int(p["partition"]), replicas=tuple(p["replicas"]),
-        leader=int(p.get("leader", NO_LEADER)), isr=tuple(p.get("isr", ())), leader_epoch=int(p.get("leader_epoch", 0)),
-        adding_replicas=tuple(p.get("adding_replicas", ())), removing_replicas=tuple(p.get("removing_replicas", ())),
-        has_state=bool(p.get("has_state", True)),
+        topic=topic, partition=pid, replicas=replicas,
+        leader=_int(p, "leader", where, NO_LEADER, minimum=NO_LEADER), isr=_broker_ids(p, "isr", where, ()),
+        leader_epoch=_int(p, "leader_epoch", where, 0, minimum=-1),
+        adding_replicas=_broker_ids(p, "adding_replicas", where, ()),
+        removing_replicas=_broker_ids(p, "removing_replicas", where, ()),
+        has_state=has_state,
     )
 
 

@@ -22,14 +22,20 @@ Parsing checks what needs no cluster (syntax, types, duplicates, as Kafka's pars
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any, Iterable, Mapping, Sequence
 
 from core.errors import PlanError
 from core.model import ClusterSnapshot
 
 # A plan is typed or uploaded by a person; a document this large is a mistake (or an attack on the dashboard).
+# Every partition of a 200,000-partition cluster (ZooKeeper-mode Kafka's practical ceiling) moved at replication
+# factor 3 is ~20 MiB of reassignment JSON, and parsing costs ~10 times the file size in memory.
 MAX_PLAN_BYTES = 64 * 1024 * 1024
+# Python's JSON parser recurses once per nesting level; JSON Kafka's tools read is 4 levels deep. A document
+# nested thousands deep (RecursionError) is refused with this wording.
+NESTED_TOO_DEEPLY = "nested too deeply to be JSON Kafka's tools write"
 ANY_LOG_DIR = "any"
 _MAX_INT32 = 2**31 - 1
 
@@ -190,6 +196,8 @@ def parse_election(text: str | bytes) -> tuple[TopicPartition, ...]:
         doc = json.loads(text)
     except ValueError as e:
         raise PlanError("Preferred replica election data is empty", hint=f"not valid JSON: {e}") from None
+    except RecursionError:
+        raise PlanError(f"preferred replica election data is {NESTED_TOO_DEEPLY}") from None
     if not isinstance(doc, dict) or "partitions" not in doc:
         raise PlanError("Preferred replica election data is empty", hint='no "partitions" key')
     partitions = []
@@ -247,6 +255,8 @@ def _load(text: str | bytes, what: str) -> dict[str, Any]:
         doc = json.loads(text)
     except ValueError as e:
         raise PlanError(f"The input string is not a valid JSON: {e}") from None
+    except RecursionError:
+        raise PlanError(f"{what} data is {NESTED_TOO_DEEPLY}") from None
     if not isinstance(doc, dict):
         raise PlanError(f"{what} data must be a JSON object, got {_kind(doc)}")
     return doc
@@ -360,3 +370,112 @@ def _short(value: Any, limit: int = 120) -> str:
 
 def _dump(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"))
+
+
+# --- a running reassignment: what moves, its throttles, its progress ----------------------------
+
+LEADER_THROTTLED = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED = "follower.replication.throttled.replicas"
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+
+
+def moving_partitions(plan: ReassignmentPlan, snapshot: ClusterSnapshot
+                      ) -> dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(topic, partition) -> (current replicas, target) for partitions whose replica set changes."""
+    current = _existing_partitions(snapshot)
+    return {key: (current[key], target) for key, target in plan.assignment().items()
+            if key in current and set(current[key]) != set(target)}
+
+
+@dataclass(frozen=True)
+class Throttles:
+    """What Kafka's --throttle writes: per topic the replicas to throttle, per broker the rates."""
+
+    leader: dict[str, str]  # topic -> "partition:broker,..." (the current replicas of moving partitions)
+    follower: dict[str, str]  # topic -> "partition:broker,..." (the replicas being added)
+    brokers: tuple[int, ...]  # brokers whose rate is set
+    rate: int
+
+
+def throttles_for(plan: ReassignmentPlan, snapshot: ClusterSnapshot, rate: int) -> Throttles:
+    """Kafka's calculateLeaderThrottles / calculateFollowerThrottles over the moving partitions."""
+    leader: dict[str, list[str]] = {}
+    follower: dict[str, list[str]] = {}
+    brokers: set[int] = set()
+    for (topic, partition), (current, target) in sorted(moving_partitions(plan, snapshot).items()):
+        leader.setdefault(topic, []).extend(f"{partition}:{b}" for b in current)
+        follower.setdefault(topic, []).extend(f"{partition}:{b}" for b in target if b not in current)
+        brokers.update(current)
+        brokers.update(target)
+    return Throttles({t: ",".join(v) for t, v in leader.items()}, {t: ",".join(v) for t, v in follower.items()},
+                     tuple(sorted(brokers)), rate)
+
+
+class ReassignStatus(StrEnum):
+    """Where one partition of a plan stands (the words are what `verify` prints)."""
+
+    COMPLETE = "complete"
+    IN_PROGRESS = "in progress"
+    NOT_AT_TARGET = "not at target"
+    GONE = "gone"  # its topic was deleted, or never existed: nothing to wait for
+
+    @property
+    def finished(self) -> bool:
+        """Nothing more will happen to the partition: its throttles may go."""
+        return self in (ReassignStatus.COMPLETE, ReassignStatus.GONE)
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    topic: str
+    partition: int
+    target: tuple[int, ...]
+    replicas: tuple[int, ...]
+    status: ReassignStatus
+
+
+def reassignment_status(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> list[PartitionStatus]:
+    """Each planned partition's status, sorted by topic then partition."""
+    pending = {(r.topic, r.partition) for r in snapshot.in_progress.reassignment}
+    current = {(p.topic, p.partition): p for p in snapshot.partitions()}
+    out = []
+    for (topic, partition), target in sorted(plan.assignment().items()):
+        p = current.get((topic, partition))
+        if p is None:
+            # Kafka's controller drops a partition that does not exist from /admin/reassign_partitions.
+            status = ReassignStatus.GONE
+        elif (topic, partition) in pending or p.adding_replicas or p.removing_replicas:
+            status = ReassignStatus.IN_PROGRESS
+        elif p.replicas == target:
+            status = ReassignStatus.COMPLETE
+        else:
+            status = ReassignStatus.NOT_AT_TARGET
+        out.append(PartitionStatus(topic, partition, target, p.replicas if p else (), status))
+    return out
+
+
+def settled(snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    """The snapshot as it will be once the running reassignment completes: partitions in /admin/reassign_partitions
+    at their target, and partitions still adding / removing replicas without the replicas being removed.
+
+    While a reassignment runs, a moving partition holds target + origin replicas (more than its replication
+    factor); planning on that would count replicas that are about to go. Every planner (the CLI's `plan` and the
+    Reassign page) plans on this. Returns `snapshot` itself when nothing moves."""
+    pending = {(r.topic, r.partition): r.replicas for r in snapshot.in_progress.reassignment}
+    if not pending and not any(p.adding_replicas or p.removing_replicas for p in snapshot.partitions()):
+        return snapshot
+    topics = []
+    for t in snapshot.topics:
+        parts = []
+        changed = False
+        for p in t.partitions:
+            target = pending.get((p.topic, p.partition))
+            if target is None and (p.adding_replicas or p.removing_replicas):
+                target = tuple(r for r in p.replicas if r not in set(p.removing_replicas))
+            if target is not None:
+                p = replace(p, replicas=tuple(target), adding_replicas=(), removing_replicas=())
+                changed = True
+            parts.append(p)
+        topics.append(replace(t, partitions=tuple(parts)) if changed else t)
+    return replace(snapshot, topics=tuple(topics), in_progress=replace(snapshot.in_progress, reassignment=()))

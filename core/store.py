@@ -12,11 +12,13 @@ import getpass
 import json
 import os
 import sqlite3
+import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.errors import StoreError
 from core.model import utc_now_iso
 
 STORE_ENV = "KEEL_STORE"
@@ -87,16 +89,64 @@ def default_actor() -> str:
         return "unknown"
 
 
+_STORE_HINT = f"point {STORE_ENV} (or --store) at a writable SQLite file; a new one is created if absent"
+
+
+def _check_store_path(path: Path) -> None:
+    """Before SQLite sees it: a directory, a path under a file, or an unwritable place gets a StoreError."""
+    if path.is_dir():
+        raise StoreError(f"action history {path} is a directory, not a SQLite file", str(path), hint=_STORE_HINT)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise StoreError(f"action history {path}: a part of {path.parent} is not a directory", str(path),
+                         hint=_STORE_HINT) from None
+    except OSError as e:
+        raise StoreError(f"action history {path}: cannot create directory {path.parent}: {e.strerror or e}",
+                         str(path), hint=_STORE_HINT) from None
+    # SQLite writes its -wal and -shm files next to the database: the directory must be writable too.
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise StoreError(f"action history {path}: directory {path.parent} is not writable", str(path),
+                         hint=_STORE_HINT)
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise StoreError(f"action history {path} is not readable and writable by this user", str(path),
+                         hint=_STORE_HINT)
+
+
+def _store_error(path: Path, e: sqlite3.Error) -> StoreError:
+    text = str(e)
+    if "not a database" in text or "malformed" in text:
+        problem = f"is not a SQLite database (corrupt, or another kind of file): {text}"
+        hint = f"move it aside to keep it, or point {STORE_ENV} (or --store) at another file"
+        return StoreError(f"action history {path} {problem}", str(path), hint=hint)
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"action history {path} is read-only: {text}", str(path), hint=_STORE_HINT)
+    return StoreError(f"action history {path} cannot be opened: {text}", str(path), hint=_STORE_HINT)
+
+
 class Store:
     def __init__(self, path: str | os.PathLike | None = None):
         self.path = Path(path or os.environ.get(STORE_ENV) or DEFAULT_STORE)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.executescript(_SCHEMA)
+        _check_store_path(self.path)
+        try:
+            with closing(self._connect()) as db, db:
+                db.executescript(_SCHEMA)
+        except sqlite3.Error as e:
+            raise _store_error(self.path, e) from None
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=10)
-        db.execute("PRAGMA journal_mode=WAL")
+        # WAL is a property of the file, set once. Switching needs an exclusive lock that the busy timeout
+        # does not wait for, so two processes opening a new store at once would fail with "database is locked".
+        for attempt in range(50):
+            try:
+                if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == 49:
+                    raise
+                time.sleep(0.05)
         db.row_factory = sqlite3.Row
         return db
 
@@ -153,6 +203,25 @@ class Store:
             rows = db.execute(sql + " ORDER BY id DESC LIMIT ?", args + [limit]).fetchall()
         return [SavedPlan(r["id"], r["at"], r["actor"], r["cluster"], r["kind"], r["name"], json.loads(r["plan"]),
                           None if r["report"] is None else json.loads(r["report"])) for r in rows]
+
+    # --- pending actions left by interrupted runs (see core.zk.reconcile) ---------------------------
+
+    def pending(self, cluster: str) -> list[Action]:
+        """The actions of `cluster` still marked pending, oldest first."""
+        with closing(self._connect()) as db:
+            rows = db.execute("SELECT * FROM actions WHERE cluster = ? AND status = 'pending' ORDER BY id",
+                              (cluster,)).fetchall()
+        return [_action(r) for r in rows]
+
+    def resolve(self, action_id: int, applied: bool, result: str) -> bool:
+        """Settle a pending action after the fact: 'applied' or 'failed' with `result` saying how it was judged.
+
+        Only a row still pending changes (a run that finishes it meanwhile wins); True if this call changed it.
+        """
+        with closing(self._connect()) as db, db:
+            cur = db.execute("UPDATE actions SET status = ?, result = ?, finished = ? WHERE id = ? AND status = 'pending'",
+                             ("applied" if applied else "failed", result, utc_now_iso(), action_id))
+            return cur.rowcount == 1
 
 
 def _action(r: sqlite3.Row) -> Action:

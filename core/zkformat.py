@@ -85,6 +85,8 @@ def _load_object(data: bytes | None, path: str) -> dict[str, Any]:
         obj = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise CorruptZnodeError(path, f"not JSON ({e})") from None
+    except RecursionError:  # a 1 MiB znode can nest arrays 500,000 deep; Python's parser recurses per level
+        raise CorruptZnodeError(path, "JSON nested too deeply to be what Kafka writes") from None
     if not isinstance(obj, dict):
         raise CorruptZnodeError(path, f"expected a JSON object, got {type(obj).__name__}")
     return obj
@@ -241,6 +243,17 @@ class TopicAssignment:
     removing_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     topic_id: str | None = None
 
+    @property
+    def gap(self) -> str | None:
+        """Why the partition ids are not 0..n-1, or None. Kafka numbers partitions 0..n-1 and never removes one:
+        a gap means a hand-edited node, on which counting partitions (and adding the next at id n) is wrong."""
+        ids = self.partitions
+        if not ids or max(ids) == len(ids) - 1:
+            return None
+        missing = sorted(set(range(max(ids) + 1)) - set(ids))
+        shown = ",".join(map(str, missing[:10])) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        return f"partitions are not 0..n-1: missing {shown}"
+
 
 def _partition_map(raw: Any, what: str, path: str) -> dict[int, tuple[int, ...]]:
     if raw is None:
@@ -264,9 +277,10 @@ def decode_topic(topic: str, data: bytes | None, path: str | None = None) -> Top
     topic_id = obj.get("topic_id")
     if topic_id is not None and not isinstance(topic_id, str):
         raise CorruptZnodeError(path, f"'topic_id' must be a string, got {topic_id!r}")
+    partitions = _partition_map(obj["partitions"], "partitions", path)
     return TopicAssignment(
         version=version,
-        partitions=_partition_map(obj["partitions"], "partitions", path),
+        partitions=partitions,
         adding_replicas=_partition_map(obj.get("adding_replicas"), "adding_replicas", path),
         removing_replicas=_partition_map(obj.get("removing_replicas"), "removing_replicas", path),
         topic_id=topic_id,
@@ -297,9 +311,14 @@ def encode_topic(
 
 
 def decode_partition_state(data: bytes | None, path: str) -> PartitionState | None:
-    """None for an empty payload (Kafka's Json.parseBytes gives no state); corrupt JSON raises."""
-    if not data:
+    """None when the znode is absent (data None); an empty payload or corrupt JSON raises CorruptZnodeError.
+
+    Kafka's controller always writes leader, epochs and ISR into the node it creates: an empty node is damage
+    to report by name, not a partition that merely has no state yet."""
+    if data is None:
         return None
+    if not data:
+        raise CorruptZnodeError(path, "empty payload (Kafka writes leader, leader_epoch, controller_epoch and isr)")
     # Fast path for the well-formed payload (200,000 of these per large cluster); anything odd
     # falls through to the checked path below, which names the problem.
     try:
@@ -308,7 +327,7 @@ def decode_partition_state(data: bytes | None, path: str) -> PartitionState | No
         if (type(leader) is int and type(epoch) is int and type(ctrl) is int and type(isr) is list
                 and all(type(x) is int for x in isr) and "leader_recovery_state" not in obj):
             return PartitionState(leader, epoch, ctrl, tuple(isr), None, obj.get("version", 1))
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError):
         pass
     obj = _load_object(data, path)
     leader_recovery = obj.get("leader_recovery_state")

@@ -92,7 +92,9 @@ echo "cluster config: $KEEL_CONFIG"
 # 3. Seed the simulated Kafka cluster.
 "$PY" -m core sandbox up --zk "$ZK" --demo --keep-existing
 
-# 4. Controller emulator in the background.
+# 4. Controller emulator in the background. ZooKeeper credentials, if any, reach it (and `sandbox up` above)
+#    through the environment ($KEEL_ZK_DIGEST) or a file (--zk-digest-file), never as --zk-digest: a command
+#    line is readable by every user of the machine (ps, /proc/PID/cmdline) for as long as the process runs.
 stop_controller
 nohup "$PY" -m core sandbox controller --zk "$ZK" >>"$CONTROLLER_LOG" 2>&1 &
 echo $! > "$CONTROLLER_PID"

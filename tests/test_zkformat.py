@@ -144,8 +144,10 @@ def test_partition_state_leader_recovery_state():
     assert "leader_recovery_state" not in json.loads(zf.encode_partition_state(2, 1, 1, [2]))
 
 
-def test_partition_state_empty_is_no_state_but_garbage_is_corrupt():
-    assert zf.decode_partition_state(b"", "/s") is None
+def test_partition_state_absent_is_no_state_but_empty_or_garbage_is_corrupt():
+    assert zf.decode_partition_state(None, "/s") is None
+    with pytest.raises(CorruptZnodeError, match="empty payload"):  # issue 12: an empty node is damage, named
+        zf.decode_partition_state(b"", "/s")
     with pytest.raises(CorruptZnodeError, match="isr must be a list"):
         zf.decode_partition_state(js({"leader": 1, "leader_epoch": 0, "controller_epoch": 1, "isr": "1"}), "/s")
     with pytest.raises(CorruptZnodeError, match="missing 'leader'"):

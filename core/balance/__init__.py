@@ -13,10 +13,12 @@ from __future__ import annotations
 from core.balance import balanced, kafka_generate
 from core.balance.base import Planner, PlanRequest, PlanResult
 from core.balance.metrics import Distribution, MetricsReport
+from core.balance.scoring import IMPORTED, ImportedPlan, import_plan, score
 
 STRATEGIES: dict[str, Planner] = {
     kafka_generate.NAME: kafka_generate.plan,
     balanced.NAME: balanced.plan,
 }
 
-__all__ = ["STRATEGIES", "Distribution", "MetricsReport", "PlanRequest", "PlanResult", "Planner"]
+__all__ = ["IMPORTED", "STRATEGIES", "Distribution", "ImportedPlan", "MetricsReport", "PlanRequest", "PlanResult",
+           "Planner", "import_plan", "score"]

@@ -13,7 +13,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Mapping, Protocol
 
 from core.assignment import RackAwareMode, brokers_for_mode
@@ -21,7 +21,7 @@ from core.balance.metrics import MetricsReport, lower_bound, replica_means, repo
 from core.balance.waves import split_waves
 from core.errors import PlanError
 from core.model import ClusterSnapshot
-from core.plans import format_reassignment
+from core.plans import ReassignmentEntry, ReassignmentPlan, format_reassignment
 
 TopicPartition = tuple[str, int]
 Assignment = dict[TopicPartition, tuple[int, ...]]
@@ -52,11 +52,24 @@ class PlanResult:
     waves: tuple[tuple[TopicPartition, ...], ...] | None
     warnings: tuple[str, ...]
 
+    @property
+    def plan(self) -> ReassignmentPlan:
+        """The changes as the document Execute writes (sorted by topic, then partition)."""
+        return ReassignmentPlan(tuple(ReassignmentEntry(t, p, r) for (t, p), r in sorted(self.proposed.items())))
+
     def reassignment_json(self) -> str:
         return format_reassignment(self.proposed)
 
     def rollback_json(self) -> str:
         return format_reassignment(self.rollback)
+
+    def to_dict(self) -> dict:
+        """The report as JSON-ready data (what `plan --report` writes and the page offers for download)."""
+        report = asdict(self.report)
+        report["moves_over_lower_bound"] = self.report.moves_over_lower_bound
+        return {"strategy": self.strategy, "partitions_changed": len(self.proposed), "report": report,
+                "waves": [[f"{t}-{p}" for t, p in wave] for wave in self.waves] if self.waves else None,
+                "warnings": list(self.warnings)}
 
 
 class Planner(Protocol):

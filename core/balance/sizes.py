@@ -36,6 +36,8 @@ def parse_log_dirs(text: str | bytes) -> PartitionSizes:
         doc = json.loads(text[start:])
     except ValueError as e:
         raise PlanError(f"log-dirs data is not valid JSON: {e}") from None
+    except RecursionError:  # thousands of nested arrays: Python's parser runs out of stack
+        raise PlanError("log-dirs data is nested too deeply to be what kafka-log-dirs.sh prints") from None
     brokers = doc.get("brokers") if isinstance(doc, dict) else None
     if not isinstance(brokers, list):
         raise PlanError('log-dirs data must be an object with a "brokers" list')

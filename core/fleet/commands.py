@@ -16,8 +16,7 @@ import sys
 import time
 
 from core.errors import ValidationError
-from core.fleet.spark import DEFAULT_EXECUTOR_TIMEOUT
-from core.health import IMBALANCE_DEFAULT_PERCENT as LEADER_THRESHOLD_PERCENT
+from core.fleet.options import add_run_arguments
 
 
 def register(subparsers) -> None:
@@ -63,23 +62,6 @@ def register(subparsers) -> None:
     r.set_defaults(func=cmd_run)
 
 
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", required=True, metavar="STORE",
-                   help="fleet store written by fleet collect / export / generate")
-    p.add_argument("--output", required=True, metavar="DIR",
-                   help="output directory (absent, empty, or an earlier fleet output, which is replaced)")
-    p.add_argument("--master", default=None, metavar="URL",
-                   help="Spark master: local[*] (default), local[N], spark://HOST:PORT; under spark-submit, "
-                        "the master it was given")
-    p.add_argument("--driver-memory", metavar="SIZE", help="driver JVM heap, e.g. 6g (in local mode, all of it)")
-    p.add_argument("--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions")
-    p.add_argument("--threshold", type=int, default=LEADER_THRESHOLD_PERCENT, metavar="PERCENT",
-                   help="leader.imbalance.per.broker.percentage (default 10, Kafka's)")
-    p.add_argument("--executor-timeout", type=float, default=DEFAULT_EXECUTOR_TIMEOUT, metavar="S",
-                   help="fail when a cluster master grants no executor within S seconds (default 30)")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-
-
 def _sizes_option(values: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for v in values:
@@ -90,12 +72,24 @@ def _sizes_option(values: list[str]) -> dict[str, str]:
     return out
 
 
+def _check_sizes_file(path: str, option: str) -> None:
+    from core.balance.sizes import MAX_LOG_DIRS_BYTES
+    from core.cli.io import check_input
+
+    check_input(path, option, limit=MAX_LOG_DIRS_BYTES, what="log-dirs",
+                why="kafka-log-dirs.sh --describe of ~6 million replicas")
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
+    from core.cli.io import check_output_dir
     from core.config import load_config
     from core.fleet.export import collect
 
+    check_output_dir(args.out, "--out")
     config = load_config(args.config)
     sizes = _sizes_option(args.sizes)
+    for name, path in sizes.items():
+        _check_sizes_file(path, f"--sizes (cluster {name})")
     names = args.cluster or list(config.clusters)
     print(f"collecting {len(names)} cluster(s) into {args.out}", file=sys.stderr)
 
@@ -117,16 +111,25 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from core.cli.io import check_input, check_output_dir
     from core.fleet.export import export_file
+    from core.model import MAX_SNAPSHOT_BYTES
 
+    # Checked before anything is read or written: a snapshot is read whole, and a store half made is left behind.
+    check_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES, what="snapshot", why="~2 million partitions")
+    if args.sizes:
+        _check_sizes_file(args.sizes, "--sizes")
+    check_output_dir(args.out, "--out")
     res = export_file(args.snapshot, args.out, cluster=args.cluster, sizes_path=args.sizes)
     print(res.line())
     return 0
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from core.cli.io import check_output_dir
     from core.fleet.generate import FleetSpec, generate_fleet
 
+    check_output_dir(args.out, "--out")
     spec = FleetSpec(clusters=args.clusters, seed=args.seed, partitions_total=args.partitions_total,
                      scale=args.scale, max_partitions=args.max_partitions, min_brokers=args.min_brokers,
                      max_brokers=args.max_brokers)
@@ -145,23 +148,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from core.cli.io import check_output_dir
     from core.fleet import jobs
     from core.fleet.spark import session_running, stop_session
 
+    check_output_dir(args.output, "--output")  # before Spark starts (seconds) and runs the jobs (minutes)
     ours = not session_running()
     try:
         return jobs.cmd_run(args)
     finally:
         if ours:  # stop only a session this command started
             stop_session()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m core.fleet.commands fleet ...` is `python -m core fleet ...`."""
-    from core.cli import main as cli_main
-
-    return cli_main(sys.argv[1:] if argv is None else argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

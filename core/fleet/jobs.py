@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from core.errors import KeelError
-from core.fleet.commands import add_run_arguments
+from core.fleet.options import add_run_arguments
 from core.fleet.errors import FleetInputError, FleetOutputError
 from core.fleet.outputs import MANIFEST, MANIFEST_FORMAT
 from core.fleet.reference import LEADER_THRESHOLD_PERCENT, SCORE_WEIGHTS

@@ -7,11 +7,14 @@
     sandbox broker stop|start ID --zk CONNECT [--timeout S]
 
 Handlers return an exit status and raise KeelError for anything a person must fix (core.cli prints it).
+Digest credentials come from $KEEL_ZK_DIGEST or --zk-digest-file like every command's: whoever starts these
+(scripts/run.sh, tests) passes them through the environment, never on the command line, where `ps` shows them.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import threading
 import time
@@ -23,7 +26,7 @@ from core.sandbox.seed import SandboxSpec, seed_cluster
 
 
 def register(subparsers) -> None:
-    from core.cli import add_zk_options  # core.cli imports this module: import it back lazily
+    from core.cli.common import add_zk_options  # core.cli imports this module: import it back lazily
 
     p = subparsers.add_parser("sandbox", help="a simulated ZooKeeper-mode Kafka cluster in a real ZooKeeper",
                               description="Seed a simulated ZooKeeper-mode Kafka cluster, emulate its controller, "
@@ -79,7 +82,7 @@ def register(subparsers) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     spec = SandboxSpec(brokers=args.brokers, racks=args.racks, topics=args.topics, seed=args.seed, demo=args.demo)
     spec.validate()  # before connecting: a typo should not wait for ZooKeeper
     with warnings.catch_warnings():
@@ -96,7 +99,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_controller(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     from core.sandbox.controller import ControllerEmulator
 
     def say(line: str) -> None:
@@ -108,6 +111,10 @@ def cmd_controller(args: argparse.Namespace) -> int:
                    leader_imbalance_per_broker_percentage=args.leader_imbalance_percentage,
                    reassign_base_delay=args.reassign_base_delay, time_scale=args.reassign_time_scale)
 
+    # Unlike a one-shot command, the emulator's log is where a ZooKeeper outage is diagnosed: keep kazoo's
+    # connection warnings (core.cli silences them while a command runs).
+    logging.getLogger("keel.kazoo").setLevel(logging.WARNING)
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
     done = threading.Event()
     previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -125,7 +132,7 @@ def cmd_controller(args: argparse.Namespace) -> int:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     from core.sandbox.brokers import start_broker, stop_broker
 
     action = stop_broker if args.action == "stop" else start_broker

@@ -26,6 +26,13 @@ The /admin handlers (decisions in core.sandbox.reassign, .election and .deletion
 - /admin/delete_topics/<t>: the topic's znodes, config and admin node are deleted once no reassignment of
   it runs and every broker holding a replica is up; with delete_topic_enable=False only the admin node goes.
 - optional auto leader rebalance every leader.imbalance.check.interval.seconds.
+
+ZooKeeper outages (a restart, a stall): kazoo re-registers no watch when it reconnects, so after every
+reconnect the emulator re-reads what it watches and re-arms each watch (intents, registrations, topics,
+/admin nodes), reacting to whatever changed meanwhile. When its own session expired, /controller and its
+status node went with it: it claims them again (a controller failover: epoch + 1) unless another controller
+took over, in which case it resigns. A broker "process" whose session expired registers again on its new
+session, as a Kafka broker does.
 """
 
 from __future__ import annotations
@@ -199,6 +206,9 @@ class _Write:
 
 Decide = Callable[[str, int, tuple[int, ...], PartitionState | None], PartitionState | None]
 _STOP = ("", "stop")
+_RESYNC = "<resync>"  # queued path: the emulator's session is back after an outage
+_BROKER_SESSION = "<broker-session>"  # queued path (kind: the broker id): a broker's session was renewed
+_RESYNC_RETRY_SECONDS = 2.0
 _CHUNK = 200  # state writes per multi
 _DELETE_CHUNK = 1000  # deletes per multi when a topic goes
 _RETRIES = 5
@@ -302,6 +312,16 @@ class ControllerEmulator:
         # Kafka acts on /admin/reassign_partitions and /admin/preferred_replica_election when they are
         # created (and re-checks after deleting them itself); data changes are ignored.
         self._created = {zf.REASSIGN: False, zf.PREFERRED_ELECTION: False}
+        self._seen = {zf.REASSIGN: False, zf.PREFERRED_ELECTION: False}  # existed when last looked at
+        # Outages: when our session went (monotonic), whether it expired, the session ids whose ephemeral
+        # nodes we own(ed), and brokers whose session expired (re-registered once it is back).
+        self._down_since: float | None = None
+        self._expired = False
+        self._session_id: int | None = None
+        self._broker_sids: dict[int, int | None] = {}
+        self._broker_registrations: dict[int, bytes] = {}
+        self._brokers_expired: set[int] = set()
+        self.resyncs = 0  # re-reads after a reconnect
         # One callable object for every watch: ZkSession keeps one kazoo wrapper per callback.
         self._watch = self._enqueue
         # Dispatch table, in processing order within a batch: (path, children?, handler).
@@ -318,6 +338,7 @@ class ControllerEmulator:
         self._timer_handlers: dict[str, Callable[[list[tuple[int, object]]], None]] = {
             "copy": self._on_copies_done,
             "rebalance": self._on_rebalance_timer,
+            "resync": lambda _items: self._resync(),
         }
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -339,6 +360,7 @@ class ControllerEmulator:
         self._zk = ZkSession.open(self._settings)
         try:
             self._claim()
+            self._session_id = self._zk.session_id
             self._zk.on_state_change(self._on_session_state)
             self._on_intent_list(None)               # broker processes come up
             self._owners = self._read_registrations()
@@ -421,6 +443,100 @@ class ControllerEmulator:
             raise ControllerActiveError(f"a sandbox controller emulator is already running on {self._where} "
                                         f"({EMULATOR} exists)") from None
 
+    # --- riding through ZooKeeper outages ---------------------------------------------------------
+
+    def _resync(self) -> None:
+        """After a reconnect: re-read everything watched and re-arm every watch (kazoo re-registers none, so
+        without this the emulator would never hear of a change again), reacting to what changed meanwhile.
+        After an expired session it is a controller failover: the status node and /controller are claimed
+        again (epoch + 1), every partition reconciled and pending /admin requests resumed."""
+        if self._stopped or not self._zk.connected:
+            return  # the next reconnect queues another
+        down, self._down_since = self._down_since, None
+        expired, self._expired = self._expired, False
+        gap = time.monotonic() - down if down is not None else 0.0
+        try:
+            if expired:
+                self._reclaim()
+            self._on_intent_list(None)  # broker processes meant to be up and not registered register again
+            self._on_broker_ids(None)  # brokers gone or back meanwhile; /controller if it has to move
+            self._resync_topics()
+            # A fixed point for states this controller left behind; after an outage it also covers reactions
+            # that failed while ZooKeeper was away (onControllerFailover does the same after an expiry).
+            self._update(self._all_keys(), self._decider(
+                lambda r, s, unclean: reconcile(r, s, self.live, self.epoch, unclean=unclean)))
+            for path in (zf.REASSIGN, zf.PREFERRED_ELECTION):
+                if not self._seen[path]:
+                    self._created[path] = True  # it may have been created while nothing watched it
+            handled = self._on_reassign_node(None, initial=expired) or set()
+            if expired:
+                self._resume_reassignments(skip=handled)
+            self._on_delete_topics(None)
+            self._on_election_node(None, initial=expired)
+        except ControllerMovedError:
+            raise
+        except BaseException:
+            self._expired = self._expired or expired
+            if self._down_since is None:
+                self._down_since = down
+            if self._zk.connected and not self._stopped:
+                self._schedule(_RESYNC_RETRY_SECONDS, "resync", None)
+            raise
+        self.resyncs += 1
+        what = (f"ZooKeeper session expired; new session after {gap:.0f} s: claimed /controller again "
+                f"(controller {self.controller_id}, epoch {self.epoch})" if expired
+                else f"reconnected to ZooKeeper after {gap:.0f} s")
+        self._say(f"{what}: re-read the cluster and re-armed every watch; live "
+                  f"{_ids(self.live) if self.live else 'none'}, {len(self.assignments)} topics")
+
+    def _reclaim(self) -> None:
+        """Our session expired: the ephemeral status node and /controller went with it. Claim the status node
+        again and forget /controller (the next election registers it), unless someone else took over."""
+        old, self._session_id = self._session_id, self._zk.session_id
+        for path in (EMULATOR, zf.CONTROLLER):
+            node = self._zk.get(path)
+            if node.exists and old is not None and node.ephemeral_owner == old:
+                try:  # left over from our expired session: ours to remove
+                    self._zk.delete(path, version=node.version)
+                except ZkNoNodeError:
+                    pass
+        node = self._zk.get(EMULATOR)
+        if not node.exists:
+            try:
+                self._zk.create(EMULATOR, self._status(), ephemeral=True, makepath=True)
+                node = None
+            except ZkNodeExistsError:
+                node = self._zk.get(EMULATOR)
+        if node is not None and node.exists and node.ephemeral_owner != self._session_id:
+            raise ControllerMovedError(f"another sandbox controller emulator started on {self._where} while our "
+                                       "ZooKeeper session was expired")
+        node = self._zk.get(zf.CONTROLLER)
+        if node.exists and node.ephemeral_owner != self._session_id:
+            try:
+                holder = f"broker {zf.decode_controller(node.data).broker_id}"
+            except CorruptZnodeError:
+                holder = "someone"
+            raise ControllerMovedError(f"{holder} registered /controller while our ZooKeeper session was expired")
+        if not node.exists:
+            self.controller_id = None
+
+    def _resync_topics(self) -> None:
+        """Re-read every topic node (re-arming its watch); initialise topics and partitions added meanwhile."""
+        before = {t: set(a.partitions) for t, a in self.assignments.items()}
+        names = set(self._zk.children(zf.TOPICS, watch=self._watch) or ())
+        for gone in set(self.assignments) - names:
+            del self.assignments[gone]
+        for name in self._read_topics(sorted(names)):
+            added = sorted(set(self.assignments[name].partitions) - before.get(name, set()))
+            if not added:
+                continue
+            if name not in before:
+                self._init_partitions(name, added, "new topic")
+            elif name in self.deleting:
+                self._say(f"skipping new partitions {', '.join(map(str, added))} of {name}: the topic is being deleted")
+            else:
+                self._init_partitions(name, added, "new partitions in")
+
     # --- events ----------------------------------------------------------------------------
 
     def _enqueue(self, path: str, kind: str) -> None:
@@ -431,9 +547,25 @@ class ControllerEmulator:
         self._queue.put((path, kind))
 
     def _on_session_state(self, state: str) -> None:
-        if state == "lost" and not self._stopped:  # closing our own session in stop() reports "lost" too
-            self.failed = "the emulator's ZooKeeper session expired: its /controller and watches are gone"
-            self._queue.put(_STOP)
+        """Ride through ZooKeeper outages: every reconnect queues a re-read (see _resync)."""
+        if self._stopped:  # closing our own session in stop() reports "lost" too
+            return
+        if state in ("suspended", "lost"):
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+            if state == "lost":
+                self._expired = True
+        elif state == "connected" and (self._down_since is not None or self._expired):
+            self._queue.put((_RESYNC, "connected"))
+
+    def _on_broker_session(self, bid: int, session: ZkSession, state: str) -> None:
+        if self._stopped or self._brokers.get(bid) is not session:
+            return  # a session we closed ourselves (broker stopped, emulator stopping)
+        if state == "lost":
+            self._brokers_expired.add(bid)
+        elif state == "connected" and bid in self._brokers_expired:
+            self._brokers_expired.discard(bid)
+            self._queue.put((_BROKER_SESSION, str(bid)))
 
     def _route(self, path: str) -> tuple[int, str | None] | None:
         parent, _, name = path.rpartition("/")
@@ -462,7 +594,12 @@ class ControllerEmulator:
             try:
                 jobs = sorted({r for r in map(self._route, (p for p, _ in batch)) if r is not None},
                               key=lambda r: (r[0], r[1] or ""))
-                calls: list[tuple[str, Callable, tuple]] = [
+                calls: list[tuple[str, Callable, tuple]] = []
+                if any(p == _RESYNC for p, _ in batch):
+                    calls.append(("the re-read after a reconnect", self._resync, ()))
+                calls += [(f"the new session of broker {b}", self._reregister, (int(b),))
+                          for b in sorted({k for p, k in batch if p == _BROKER_SESSION}, key=int)]
+                calls += [
                     (self._handlers[i][0] + ("/" + arg if arg else ""), self._handlers[i][2], (arg,)) for i, arg in jobs]
                 calls += [(f"timer {kind}", self._timer_handlers[kind], (items,)) for kind, items in due.items()]
                 for label, fn, args in calls:
@@ -523,6 +660,8 @@ class ControllerEmulator:
 
     def _publish(self) -> None:
         """brokers.py waits on this: a stop/start is done once the emulator reports the new live set."""
+        if self._expired:
+            return  # the status node went with the session; _resync creates it again
         try:
             self._zk.set(EMULATOR, self._status())
         except ZkOperationError as e:
@@ -557,19 +696,22 @@ class ControllerEmulator:
                 self._zk.delete(zf.broker_path(bid))
                 self._say(f"broker {bid} stopped: deleted its registration (not created by the sandbox)")
 
-    def _register(self, bid: int, registration: str) -> None:
-        old = self._brokers.pop(bid, None)
-        if old is not None:
-            old.close()
-        data = registration.encode()
+    @staticmethod
+    def _fresh_registration(bid: int, data: bytes) -> bytes:
         try:  # a fresh timestamp, as a starting broker writes one
             reg = zf.decode_broker(bid, data)
-            data = zf.encode_broker(reg.endpoints, version=reg.version, rack=reg.rack, jmx_port=reg.jmx_port,
+            return zf.encode_broker(reg.endpoints, version=reg.version, rack=reg.rack, jmx_port=reg.jmx_port,
                                     timestamp_ms=int(time.time() * 1000),
                                     listener_security_protocol_map=reg.listener_security_protocol_map or None,
                                     features=reg.features)
         except (CorruptZnodeError, ValueError):
-            pass
+            return data
+
+    def _register(self, bid: int, registration: str) -> None:
+        old = self._brokers.pop(bid, None)
+        if old is not None:
+            old.close()
+        data = self._fresh_registration(bid, registration.encode())
         session = ZkSession.open(self._settings)
         try:
             session.create(zf.broker_path(bid), data, ephemeral=True, makepath=True)
@@ -581,7 +723,41 @@ class ControllerEmulator:
             session.close()
             raise
         self._brokers[bid] = session
+        self._broker_sids[bid] = session.session_id
+        self._broker_registrations[bid] = data
+        self._brokers_expired.discard(bid)
+        session.on_state_change(lambda state, bid=bid, session=session: self._on_broker_session(bid, session, state))
         self._say(f"broker {bid} started: registered /brokers/ids/{bid}")
+
+    def _reregister(self, bid: int) -> None:
+        """A broker whose ZooKeeper session expired registers again on its new session (Kafka's broker does so
+        when its ZooKeeper client re-initialises), unless it was stopped meanwhile."""
+        session = self._brokers.get(bid)
+        if session is None or not session.connected or self._expired or self._down_since is not None:
+            return  # our own session is not back yet: its re-read (_resync) registers the broker
+        intent = self._zk.get(intent_path(bid))
+        if intent.exists and (decoded := decode_intent(bid, intent.data)) is not None and not decoded.up:
+            return
+        path = zf.broker_path(bid)
+        node = session.get(path)
+        if node.exists:
+            if node.ephemeral_owner == session.session_id:
+                return  # already registered on this session
+            if node.ephemeral_owner != self._broker_sids.get(bid):
+                self._say(f"broker {bid} is registered by another session after its own expired: left as it is")
+                return
+            try:  # our expired session's node, not yet removed: it is ours to remove
+                session.delete(path, version=node.version)
+            except ZkNoNodeError:
+                pass
+        try:
+            session.create(path, self._fresh_registration(bid, self._broker_registrations.get(bid, b"")),
+                           ephemeral=True, makepath=True)
+        except ZkNodeExistsError:
+            self._say(f"broker {bid} was registered by another session meanwhile: left as it is")
+            return
+        self._broker_sids[bid] = session.session_id
+        self._say(f"broker {bid} registered again: its ZooKeeper session had expired")
 
     # --- the controller proper -----------------------------------------------------------------
 
@@ -752,7 +928,8 @@ class ControllerEmulator:
         """Re-arm the exists-watch on an /admin node; True when it exists and was created since we last
         looked (or we deleted it ourselves and must look again, or the controller is starting)."""
         created, self._created[path] = self._created[path], False
-        return self._zk.exists(path, watch=self._watch) and (created or initial)
+        exists = self._seen[path] = self._zk.exists(path, watch=self._watch)
+        return exists and (created or initial)
 
     def _multi(self, ops: list[Op]) -> None:
         """One atomic multi guarded by /controller_epoch, as every write of Kafka's controller is."""

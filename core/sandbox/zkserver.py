@@ -41,6 +41,7 @@ __all__ = [
     "ZkServerError",
     "ZkPortInUse",
     "ZkProcess",
+    "TlsServer",
     "start",
     "stop",
     "is_running",
@@ -58,6 +59,9 @@ MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 # The Debian jar ships slf4j-api but no binding, so ZooKeeper would log nothing; slf4j-simple (same Debian
 # package family, pulled in by `zookeeper`) sends its log to stderr, i.e. to zk.log. Optional.
 _SLF4J_BINDING = "/usr/share/java/slf4j-simple.jar"
+# A TLS port needs ZooKeeper's Netty connection factory; the Debian jar's manifest names only part of Netty
+# (no netty-codec, netty-resolver), so TLS mode adds these from the jar's directory when they are there.
+_NETTY_JARS = ("netty-codec.jar", "netty-resolver.jar", "netty-transport-native-unix-common.jar")
 
 CFG_NAME = "zoo.cfg"
 PID_NAME = "zk.pid"
@@ -69,6 +73,35 @@ _DEPS_HINT = "Install the system packages with `make deps` (Debian: apt-get inst
 
 # Popen objects of servers started by this Python process, by pid: lets stop() reap its own children.
 _CHILDREN: dict[int, subprocess.Popen] = {}
+
+
+class TlsServer:
+    """Optional TLS port for start(): `secureClientPort` with Netty, PEM key store and trust store.
+
+    ``keystore``: a PEM file with the server's private key (unencrypted PKCS#8) and certificate chain;
+    ``truststore``: a PEM file with the CA certificates that sign client certificates. ``client_auth``: need |
+    want | none (ZooKeeper's ssl.clientAuth). Client certificates become `x509:<subject DN>` identities.
+    """
+
+    def __init__(self, port: int, keystore: str | os.PathLike, truststore: str | os.PathLike, *,
+                 client_auth: str = "need") -> None:
+        self.port = port
+        self.keystore = str(keystore)
+        self.truststore = str(truststore)
+        self.client_auth = client_auth
+
+    def settings(self) -> dict[str, object]:
+        return {
+            "secureClientPortAddress": HOST,
+            "secureClientPort": self.port,
+            "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "ssl.keyStore.location": self.keystore,
+            "ssl.keyStore.type": "PEM",
+            "ssl.trustStore.location": self.truststore,
+            "ssl.trustStore.type": "PEM",
+            "ssl.clientAuth": self.client_auth,
+            "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+        }
 
 
 class ZkServerError(RuntimeError):
@@ -275,11 +308,13 @@ class ZkProcess:
     used as a context manager it then leaves the server running on exit, otherwise it stops it.
     """
 
-    def __init__(self, port: int, data_dir: Path, pid: int, *, started: bool = True) -> None:
+    def __init__(self, port: int, data_dir: Path, pid: int, *, started: bool = True,
+                 tls_port: int | None = None) -> None:
         self.port = port
         self.data_dir = Path(data_dir)
         self.pid = pid
         self.started = started
+        self.tls_port = tls_port  # the secureClientPort when started with tls=
 
     host = HOST
 
@@ -287,6 +322,11 @@ class ZkProcess:
     def connect(self) -> str:
         """Connect string for ZooKeeper clients, e.g. ``"127.0.0.1:2181"`` (append ``/chroot`` as needed)."""
         return f"{HOST}:{self.port}"
+
+    @property
+    def tls_connect(self) -> str | None:
+        """Connect string of the TLS port (start(tls=...)), else None."""
+        return f"{HOST}:{self.tls_port}" if self.tls_port else None
 
     @property
     def log_path(self) -> Path:
@@ -319,6 +359,7 @@ def start(
     java: str | None = None,
     jar: str | os.PathLike | None = None,
     heap: str = "1g",
+    tls: TlsServer | None = None,
 ) -> ZkProcess:
     """Start a standalone ZooKeeper on 127.0.0.1:port with its files under data_dir; return once it serves.
 
@@ -326,6 +367,7 @@ def start(
     port, or the port is bound by anything else: ZkServerError (ZkPortInUse for the latter). If the server does
     not come up within ``timeout`` seconds it is killed and ZkServerError carries the tail of zk.log.
     ``detach=True`` puts the JVM in its own session so it outlives the caller and ignores the caller's Ctrl-C.
+    ``tls`` also opens a TLS port (see TlsServer); the plain port stays, and health checks use it.
     """
     data_dir = Path(data_dir).resolve()
     java_bin = _find_java(java)
@@ -360,10 +402,14 @@ def start(
             raise ZkPortInUse(f"Port {port} on {HOST} is already in use by another process; pick another port.")
 
         (data_dir / DATA_SUBDIR).mkdir(parents=True, exist_ok=True)
+        if tls is not None:
+            extra_config = {**tls.settings(), **(extra_config or {})}
         cfg = _write_config(data_dir, port, extra_config)
         classpath = [str(conf_dir), str(jar_path)]
         if os.path.isfile(_SLF4J_BINDING):
             classpath.append(_SLF4J_BINDING)
+        if tls is not None:
+            classpath += [str(j) for j in (jar_path.resolve().parent / n for n in _NETTY_JARS) if j.is_file()]
         cmd = [
             java_bin,
             f"-Xmx{heap}",
@@ -403,7 +449,7 @@ def start(
             what = f"exited with status {exited}" if exited is not None else f"did not answer within {timeout:g}s"
             err_cls = ZkPortInUse if "Address already in use" in tail else ZkServerError
             raise err_cls(f"ZooKeeper on {HOST}:{port} {what}.\n--- last lines of {log_path} ---\n{tail}")
-        return ZkProcess(port, data_dir, proc.pid, started=True)
+        return ZkProcess(port, data_dir, proc.pid, started=True, tls_port=tls.port if tls is not None else None)
 
 
 def _wait_healthy(port: int, pid: int, timeout: float) -> bool:
@@ -509,6 +555,31 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if st["healthy"] else 3
     print(f"ZooKeeper not running (dir {st['data_dir']})")
     return 3
+
+
+# --------------------------------------------------------------------------------------------------------------
+# stalls (tests of ZooKeeper outages)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _signal_server(data_dir: str | os.PathLike, sig: int) -> int:
+    data_dir = Path(data_dir).resolve()
+    pid = _read_pid(data_dir)
+    if pid is None or not _is_our_server(pid, data_dir):
+        raise ZkServerError(f"no ZooKeeper is running from {data_dir}")
+    os.kill(pid, sig)
+    return pid
+
+
+def pause(data_dir: str | os.PathLike) -> int:
+    """SIGSTOP the ZooKeeper of data_dir: a stalled server (connections stay open, nothing answers, and its
+    session clocks keep running). Returns its pid. Undo with resume()."""
+    return _signal_server(data_dir, signal.SIGSTOP)
+
+
+def resume(data_dir: str | os.PathLike) -> int:
+    """SIGCONT the ZooKeeper of data_dir after pause(). Returns its pid."""
+    return _signal_server(data_dir, signal.SIGCONT)
 
 
 if __name__ == "__main__":

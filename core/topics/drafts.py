@@ -427,6 +427,11 @@ def draft_add_partitions(snapshot: ClusterSnapshot, name: str, new_total: int,
     if 0 not in existing:
         raise AdminOperationError(f"Unexpected existing replica assignment for topic '{name}', partition id 0 is "
                                   f"missing. Assignment: {_format_assignment(existing)}")
+    missing = sorted(set(range(max(existing) + 1)) - set(existing))
+    if missing:
+        raise AdminOperationError(f"Topic '{name}' has no partition {','.join(map(str, missing[:10]))}: its partition "
+                                  "ids are not 0..n-1, so new partitions would overwrite existing ones",
+                                  hint=f"repair /brokers/topics/{name} first")
     if count <= len(existing):
         raise InvalidPartitionsError(f"The number of partitions for a topic can only be increased. Topic {name} "
                                      f"currently has {len(existing)} partitions, {count} would not be an increase.")

@@ -29,52 +29,32 @@ from core.errors import (
     ZkNoNodeError,
 )
 from core.model import ClusterSnapshot, TopicPartitionReplicas
-from core.plans import ReassignmentPlan, parse_reassignment, rollback_for, validate_reassignment
+from core.plans import (  # noqa: F401  (re-exported: the statuses and throttle keys are read with these)
+    FOLLOWER_RATE,
+    FOLLOWER_THROTTLED,
+    LEADER_RATE,
+    LEADER_THROTTLED,
+    PartitionStatus,
+    ReassignmentPlan,
+    ReassignStatus,
+    Throttles,
+    moving_partitions,
+    parse_reassignment,
+    reassignment_status,
+    rollback_for,
+    throttles_for,
+    validate_reassignment,
+)
 from core.store import Store
 from core.zk.reader import read_for_write
 from core.zk.session import Op, ZkSession
 from core.zk.tree import ClusterTree
 
-LEADER_THROTTLED = "leader.replication.throttled.replicas"
-FOLLOWER_THROTTLED = "follower.replication.throttled.replicas"
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
 # ZooKeeper refuses a request larger than jute.maxbuffer (1 MiB by default).
 MAX_WRITE_BYTES = 1_000_000
 IN_PROGRESS = "There is an existing assignment running."
 CANNOT_CANCEL = ("ZooKeeper-mode Kafka cannot cancel a running reassignment; wait for it to finish, then execute "
                  "the rollback")
-
-
-@dataclass(frozen=True)
-class Throttles:
-    """What Kafka's --throttle writes: per topic the replicas to throttle, per broker the rates."""
-
-    leader: dict[str, str]  # topic -> "partition:broker,..." (the current replicas of moving partitions)
-    follower: dict[str, str]  # topic -> "partition:broker,..." (the replicas being added)
-    brokers: tuple[int, ...]  # brokers whose rate is set
-    rate: int
-
-
-def moving_partitions(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
-    """(topic, partition) -> (current replicas, target) for partitions whose replica set changes."""
-    current = {(p.topic, p.partition): p.replicas for p in snapshot.partitions()}
-    return {key: (current[key], target) for key, target in plan.assignment().items()
-            if set(current[key]) != set(target)}
-
-
-def throttles_for(plan: ReassignmentPlan, snapshot: ClusterSnapshot, rate: int) -> Throttles:
-    """Kafka's calculateLeaderThrottles / calculateFollowerThrottles over the moving partitions."""
-    leader: dict[str, list[str]] = {}
-    follower: dict[str, list[str]] = {}
-    brokers: set[int] = set()
-    for (topic, partition), (current, target) in sorted(moving_partitions(plan, snapshot).items()):
-        leader.setdefault(topic, []).extend(f"{partition}:{b}" for b in current)
-        follower.setdefault(topic, []).extend(f"{partition}:{b}" for b in target if b not in current)
-        brokers.update(current)
-        brokers.update(target)
-    return Throttles({t: ",".join(v) for t, v in leader.items()}, {t: ",".join(v) for t, v in follower.items()},
-                     tuple(sorted(brokers)), rate)
 
 
 def _config_ops(tree: ClusterTree, path: str, entity: str, update: dict[str, str | None]) -> list[Op]:
@@ -188,18 +168,8 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
 
 # --- verify -------------------------------------------------------------------------------------
 
-COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE = "complete", "in progress", "not at target", "gone"
-# Statuses after which nothing more will happen to a partition: its throttles can go.
-FINISHED = frozenset({COMPLETE, GONE})
-
-
-@dataclass(frozen=True)
-class PartitionStatus:
-    topic: str
-    partition: int
-    target: tuple[int, ...]
-    replicas: tuple[int, ...]
-    status: str
+COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE = (ReassignStatus.COMPLETE, ReassignStatus.IN_PROGRESS,
+                                            ReassignStatus.NOT_AT_TARGET, ReassignStatus.GONE)
 
 
 @dataclass(frozen=True)
@@ -210,32 +180,11 @@ class Verified:
     @property
     def complete(self) -> bool:
         """Nothing left to wait for: every partition is at its target or no longer exists."""
-        return all(p.status in FINISHED for p in self.partitions)
+        return all(p.status.finished for p in self.partitions)
 
     @property
     def gone(self) -> tuple[PartitionStatus, ...]:
         return tuple(p for p in self.partitions if p.status == GONE)
-
-
-def reassignment_status(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> list[PartitionStatus]:
-    pending = {(r.topic, r.partition) for r in snapshot.in_progress.reassignment}
-    current = {(p.topic, p.partition): p for p in snapshot.partitions()}
-    out = []
-    for (topic, partition), target in sorted(plan.assignment().items()):
-        p = current.get((topic, partition))
-        replicas = p.replicas if p else ()
-        if p is None:
-            # Deleted, or never existed: nothing to wait for. (Kafka's controller drops a partition that does
-            # not exist from /admin/reassign_partitions with UNKNOWN_TOPIC_OR_PARTITION.)
-            status = GONE
-        elif (topic, partition) in pending or p.adding_replicas or p.removing_replicas:
-            status = IN_FLIGHT
-        elif replicas == target:
-            status = COMPLETE
-        else:
-            status = NOT_AT_TARGET
-        out.append(PartitionStatus(topic, partition, target, replicas, status))
-    return out
 
 
 def remove_throttles(session: ZkSession, topics: Iterable[str], snapshot: ClusterSnapshot,
@@ -266,7 +215,7 @@ def verify(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster:
     snap, tree = _live(session)
     statuses = reassignment_status(plan, snap)
     removed = False
-    if all(s.status in FINISHED for s in statuses):
+    if all(s.status.finished for s in statuses):
         topics = sorted({s.topic for s in statuses})
         gone = sum(s.status == GONE for s in statuses)
         action = store.begin(cluster=cluster, kind="remove-throttles", target=", ".join(topics)[:200],

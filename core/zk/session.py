@@ -29,6 +29,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType
 from kazoo.retry import KazooRetry
+from kazoo.security import ACL, Id
 
 from core.errors import (
     ConnectStringError,
@@ -41,6 +42,8 @@ from core.errors import (
     ZooKeeperAuthError,
     ZooKeeperUnreachableError,
 )
+from core.zk import acl as zacl
+from core.zk import faults
 from core.zk.wire import WireReader, WireSettings
 
 log = logging.getLogger(__name__)
@@ -178,8 +181,15 @@ class ZkSession:
         # each read would register the same callback again and again.
         self._watchers: dict[WatchFn, Callable] = {}
         self._wire_failed = False
+        owner = zacl.creator(settings.digest, tls_identity=bool(settings.tls and settings.tls.cert))
+        self._acls = zacl.AclPolicy(owner, self._read_acl)  # the ACLs of created nodes: Kafka's (core.zk.acl)
         kwargs = {}
         if settings.tls:
+            # Missing or non-PEM files would otherwise surface as "could not connect ... is ZooKeeper running?"
+            # after the whole connect timeout: check them first and name the file.
+            from core.config import check_tls_files
+
+            check_tls_files(settings.tls.ca, settings.tls.cert, settings.tls.key, settings.tls.key_password)
             kwargs.update(use_ssl=True, ca=settings.tls.ca, certfile=settings.tls.cert, keyfile=settings.tls.key,
                           keyfile_password=settings.tls.key_password, verify_certs=settings.tls.verify)
         if settings.digest:
@@ -309,6 +319,16 @@ class ZkSession:
             except KazooException as e:
                 raise _translate(e, path) from None
 
+    def sync(self, path: str = "/") -> None:
+        """Make the reads that follow see every write committed before this call, through both of this
+        session's connections (kazoo's and the bulk reader's, which may sit on different servers)."""
+        try:
+            self._client.sync(path)
+        except KazooException as e:
+            raise _translate(e, path) from None
+        if self._wire_usable():
+            self._wire_call(lambda wire: wire.sync(path))
+
     def exists(self, path: str, watch: WatchFn | None = None) -> bool:
         try:
             return self._client.exists(path, watch=self._kazoo_watch(watch)) is not None
@@ -434,14 +454,37 @@ class ZkSession:
                 raise _translate(e, path) from None
             yield Node(path, data if data is not None else b"", stat.version, stat.ephemeralOwner)
 
+    # --- ACLs of created nodes (core.zk.acl) ------------------------------------------------
+
+    def acl_for(self, path: str) -> tuple[zacl.Acl, ...]:
+        """The ACL Keel creates `path` with: Kafka's secure default under a protected parent, else open."""
+        return self._acls.for_path(path)
+
+    def _read_acl(self, path: str) -> list[zacl.Acl] | None:
+        try:
+            acls, _ = self._client.get_acls(path)
+        except NoNodeError:
+            raise zacl.Missing(path) from None
+        except NoAuthError:
+            return None
+        except KazooException as e:
+            raise _translate(e, path) from None
+        return [zacl.Acl(a.perms, a.id.scheme, a.id.id) for a in acls]
+
     # --- writes ----------------------------------------------------------------------------
 
     def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False,
                makepath: bool = False) -> str:
+        if makepath:  # parents one by one, each with its own ACL (kazoo's makepath would give them this node's)
+            self.ensure_path(zacl.parent(path))
+        acls = self.acl_for(path)
         try:
-            return self._client.create(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
+            created = self._client.create(path, data, acl=_kazoo_acl(acls), ephemeral=ephemeral, sequence=sequence)
         except KazooException as e:
             raise _translate(e, path) from None
+        if not ephemeral and not sequence:
+            self._acls.created(path, acls)
+        return created
 
     def create_many(self, nodes: Iterable[tuple[str, bytes]]) -> int:
         """Pipelined, non-atomic creates of persistent nodes, parents before children.
@@ -459,13 +502,25 @@ class ZkSession:
                 except ZkNodeExistsError:
                     pass
             return created
-        return self._wire_call(lambda wire: wire.create_many(nodes)[0])
+        acls = self._acls.for_batch([p for p, _ in nodes])
+        return self._wire_call(lambda wire: wire.create_many(nodes, acls=acls)[0])
 
     def ensure_path(self, path: str) -> None:
+        """Create `path` and its missing ancestors (persistent, empty), each with the ACL Keel gives it."""
         try:
-            self._client.ensure_path(path)
+            if path == "/" or self._client.exists(path) is not None:
+                return
         except KazooException as e:
             raise _translate(e, path) from None
+        self.ensure_path(zacl.parent(path))
+        acls = self.acl_for(path)
+        try:
+            self._client.create(path, b"", acl=_kazoo_acl(acls))
+        except NodeExistsError:
+            return
+        except KazooException as e:
+            raise _translate(e, path) from None
+        self._acls.created(path, acls)
 
     def set(self, path: str, data: bytes, version: int = -1) -> int:
         try:
@@ -504,9 +559,13 @@ class ZkSession:
         """Apply ops atomically (ZooKeeper multi). Raises the translated error of the op that failed."""
         ops = list(ops)
         tx = self._client.transaction()
+        created: list[tuple[str, tuple[zacl.Acl, ...]]] = []
         for op in ops:
             if op.kind == "create":
-                tx.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence)
+                acls = self.acl_for(op.path)
+                tx.create(op.path, op.data, acl=_kazoo_acl(acls), ephemeral=op.ephemeral, sequence=op.sequence)
+                if not op.ephemeral and not op.sequence:
+                    created.append((op.path, acls))
             elif op.kind == "set":
                 tx.set_data(op.path, op.data, version=op.version)
             elif op.kind == "delete":
@@ -515,6 +574,7 @@ class ZkSession:
                 tx.check(op.path, op.version)
             else:
                 raise ValueError(f"unknown op kind {op.kind!r}")
+        faults.pause("before-multi")
         try:
             results = tx.commit()
         except KazooException as e:
@@ -522,7 +582,14 @@ class ZkSession:
         for op, res in zip(ops, results):
             if isinstance(res, Exception) and not isinstance(res, RolledBackError):
                 raise _translate(res, op.path)
+        for path, acls in created:
+            self._acls.created(path, acls)
+        faults.pause("after-multi")
         return [r if isinstance(r, str) else None for r in results]
+
+
+def _kazoo_acl(acls: Sequence[zacl.Acl]) -> list[ACL]:
+    return [ACL(a.perms, Id(a.scheme, a.id)) for a in acls]
 
 
 def open_session(connect: str, *, digest: str | None = None, tls: TlsOptions | None = None,

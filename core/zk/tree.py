@@ -131,6 +131,8 @@ class ClusterTree:
             if a is _CORRUPT:
                 self.assignments.pop(topic, None)
                 return []
+            if a.gap:  # shown, and named as a problem: hiding the topic would hide its partitions' health too
+                self.problems[path] = a.gap
             self.assignments[topic] = a
             states = self.states.setdefault(topic, {})
             for gone in set(states) - set(a.partitions):

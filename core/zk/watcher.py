@@ -2,8 +2,14 @@
 
 Every znode the reader loads carries a watch. When one fires, a single worker thread re-reads
 that znode (setting the next watch) and updates the shared ClusterTree: a leader change costs one
-read, a new topic costs its own nodes. If the ZooKeeper session expires, watches are gone, so the
-whole tree is reloaded once the client reconnects.
+read, a new topic costs its own nodes.
+
+After ANY reconnect the whole tree is read again (every watch re-armed), not only after the session
+expired: kazoo (2.11) sends no SetWatches when it resumes a session, the server dropped the watches
+with the old connection, and kazoo clears its own watcher tables when the connection is lost (firing
+each watcher once with a path-less "none" event). A watch armed before a ZooKeeper restart or stall
+would never fire again. While it re-reads, the status is "resyncing"; `resync_note` then says how
+long the connection was down and that the view was re-read.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from core.zk.tree import ClusterTree
 
 log = logging.getLogger(__name__)
 
-_RELOAD = ("<reload>", "none")
+_RESYNC = ("<resync>", "none")
 _STOP = ("<stop>", "none")
+RESYNC_RETRY_SECONDS = 2.0  # a re-read that failed while connected is tried again after this long
 
 
 class LiveCluster:
@@ -34,9 +41,21 @@ class LiveCluster:
         self.session = session
         self.cluster = cluster
         self.tree = ClusterTree()
-        self.status = "connecting"  # connected | suspended | lost | connecting | stopped
+        self.status = "connecting"  # connected | resyncing | suspended | lost | connecting | stopped
         self.error: str | None = None
         self.last_good_at: str | None = None
+        # Reconnects: when the connection went (monotonic), how many full re-reads were asked for and done,
+        # and what the last one found ("reconnected to ZooKeeper after 4 s: re-read the cluster").
+        self.down_since: float | None = None
+        self.resyncs = 0
+        self.resync_note: str | None = None
+        self.resynced_at: str | None = None
+        self.resynced_monotonic: float | None = None
+        self._wanted = 0  # re-reads asked for (one per reconnect)
+        self._done = 0  # the value of _wanted the last completed re-read started from
+        self._gap = 0.0
+        self._expired = False
+        self._state_lock = threading.Lock()
         self._events: queue.Queue[tuple[str, str]] = queue.Queue()
         self._changed = threading.Condition()
         self._lost = False
@@ -48,7 +67,15 @@ class LiveCluster:
     def start(self, progress: Progress | None = None) -> "LiveCluster":
         """Initial load (raises on failure), then watch in a background thread."""
         load_tree(self.session, self.tree, watch=self._on_event, progress=progress)
-        self.status = "connected" if self.session.connected else "suspended"
+        with self._state_lock:
+            if self._wanted > self._done:  # the connection dropped and came back during the load
+                self.status = "resyncing"
+            elif self.session.connected:
+                self.status = "connected"
+            else:
+                self.status = "suspended"
+                if self.down_since is None:
+                    self.down_since = time.monotonic()
         self.last_good_at = utc_now_iso()
         self._thread = threading.Thread(target=self._run, name=f"keel-watch-{self.cluster}", daemon=True)
         self._thread.start()
@@ -83,20 +110,34 @@ class LiveCluster:
     # --- events ----------------------------------------------------------------------------
 
     def _on_state(self, state: str) -> None:
-        if state == "connected":
-            if self._lost:
-                self._lost = False
-                self._events.put(_RELOAD)
-            else:
-                self.status, self.error = "connected", None
-        elif state == "suspended":
-            self.status, self.error = "suspended", "connection to ZooKeeper lost; retrying"
-        elif state == "lost":
-            self._lost = True
-            self.status, self.error = "lost", "ZooKeeper session expired; reloading when it reconnects"
+        with self._state_lock:
+            if self.status == "stopped":
+                return
+            if state == "connected":
+                if self.down_since is not None or self._lost:
+                    # Every watch is gone (see the module docstring): read everything again.
+                    self._gap = time.monotonic() - self.down_since if self.down_since is not None else 0.0
+                    self._expired = self._expired or self._lost
+                    self.down_since, self._lost = None, False
+                    self._wanted += 1
+                    self.status, self.error = "resyncing", None
+                    self._events.put(_RESYNC)
+                elif self._wanted <= self._done:
+                    self.status, self.error = "connected", None
+            elif state == "suspended":
+                if self.down_since is None:
+                    self.down_since = time.monotonic()
+                self.status, self.error = "suspended", "connection to ZooKeeper lost; retrying"
+            elif state == "lost":
+                if self.down_since is None:
+                    self.down_since = time.monotonic()
+                self._lost = True
+                self.status, self.error = "lost", "ZooKeeper session expired; reloading when it reconnects"
         self._notify()
 
     def _on_event(self, path: str, kind: str) -> None:
+        if kind == "none":  # connection events reach us through _on_state; kazoo also sends one per watch
+            return
         self._events.put((path, kind))
 
     def _notify(self) -> None:
@@ -108,14 +149,17 @@ class LiveCluster:
             path, kind = self._events.get()
             if (path, kind) == _STOP:
                 return
+            if (path, kind) == _RESYNC:
+                self._resync()
+                self._notify()
+                continue
             try:
-                if (path, kind) == _RELOAD:
-                    self._reload()
-                elif kind != "none":
+                if kind != "none":
                     self._handle(path)
-                if self.session.connected and not self._lost:
-                    self.status, self.error = "connected", None
-                    self.last_good_at = utc_now_iso()
+                with self._state_lock:
+                    if self.session.connected and not self._lost and self._wanted <= self._done:
+                        self.status, self.error = "connected", None
+                        self.last_good_at = utc_now_iso()
             except KeelError as e:
                 self.error = str(e)
                 log.warning("watch update for %s failed: %s", path, e)
@@ -124,9 +168,50 @@ class LiveCluster:
                 log.exception("watch update for %s failed", path)
             self._notify()
 
+    def _resync(self) -> None:
+        """Re-read the whole tree after a reconnect (re-arming every watch), then swap it in."""
+        with self._state_lock:
+            wanted = self._wanted
+            if wanted <= self._done or self.status == "stopped":
+                return  # coalesced: an earlier re-read already started after this reconnect
+            gap, expired = self._gap, self._expired
+        try:
+            self._reload()
+        except Exception as e:  # ZooKeeper went again (its reconnect asks anew) or refused: try again
+            message = str(e) if isinstance(e, KeelError) else f"{type(e).__name__}: {e}"
+            log.warning("re-reading the cluster after a reconnect failed: %s", message)
+            with self._state_lock:
+                if self.status == "resyncing":
+                    self.error = f"re-reading the cluster after a reconnect failed: {message}; retrying"
+            if self.session.connected:
+                retry = threading.Timer(RESYNC_RETRY_SECONDS, self._events.put, args=(_RESYNC,))
+                retry.daemon = True
+                retry.start()
+            return
+        with self._state_lock:
+            self._done = wanted
+            self.record_resync(gap, "ZooKeeper session expired; reconnected with a new session" if expired
+                               else "reconnected to ZooKeeper")
+            if self._wanted <= self._done:
+                self._expired = False
+                if self.session.connected and self.status != "stopped":
+                    self.status, self.error = "connected", None
+                    self.last_good_at = self.resynced_at
+        log.info("cluster %s: %s", self.cluster, self.resync_note)
+
+    def record_resync(self, gap: float, how: str = "reconnected to ZooKeeper") -> None:
+        """Note that the whole tree was (re-)read after ZooKeeper was unreachable for `gap` seconds:
+        resync_note = "<how> after <gap> s: re-read the cluster"."""
+        self.resyncs += 1
+        self.resynced_at, self.resynced_monotonic = utc_now_iso(), time.monotonic()
+        self.resync_note = f"{how} after {gap:.0f} s: re-read the cluster"
+
     def _reload(self) -> None:
+        old = self.tree
         fresh = ClusterTree()
         load_tree(self.session, fresh, watch=self._on_event)
+        with fresh.lock:  # generations only grow: callers key caches on them
+            fresh.generation += old.generation + 1
         self.tree = fresh
 
     # --- re-reading one path ---------------------------------------------------------------

@@ -18,11 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from core.errors import ZkOperationError, ZooKeeperAuthError, ZooKeeperUnreachableError
+from core.errors import ZkNoNodeError, ZkOperationError, ZooKeeperAuthError, ZooKeeperUnreachableError
+from core.zk.acl import Acl
 
 _OP_CREATE = 1
 _OP_GET_DATA = 4
 _OP_GET_CHILDREN = 8
+_OP_SYNC = 9
 _OP_PING = 11
 _OP_AUTH = 100
 _OP_CLOSE = -11
@@ -35,6 +37,15 @@ _ERR_NODEEXISTS = -110
 _ERR_AUTHFAILED = -115
 # world:anyone with all permissions: what kazoo and Kafka (without zookeeper.set.acl) create with.
 _OPEN_ACL = struct.pack(">iii5si6s", 1, 31, 5, b"world", 6, b"anyone")
+
+
+def encode_acl(acls: Sequence[Acl]) -> bytes:
+    """A jute vector<ACL>: count, then per entry perms, scheme, id."""
+    out = [struct.pack(">i", len(acls))]
+    for a in acls:
+        scheme, ident = a.scheme.encode(), a.id.encode()
+        out.append(struct.pack(">ii", a.perms, len(scheme)) + scheme + struct.pack(">i", len(ident)) + ident)
+    return b"".join(out)
 
 _I = struct.Struct(">i")
 _REQ = struct.Struct(">iii")  # frame length, xid, op
@@ -155,8 +166,8 @@ class WireReader:
         xid = self._next_xid()
         full = (self._prefix + path) if path != "/" or not self._prefix else self._prefix
         raw = full.encode()
-        if op == _OP_CREATE:  # path, data, ACL vector (open), flags (persistent)
-            tail = _I.pack(len(data)) + data + _OPEN_ACL + _I.pack(0)
+        if op == _OP_CREATE:  # data, ACL vector, flags: pre-encoded by create_many
+            tail = data
         else:  # path, watch=false
             tail = b"\0"
         body = _I.pack(len(raw)) + raw + tail
@@ -213,6 +224,19 @@ class WireReader:
 
     # --- reads -----------------------------------------------------------------------------
 
+    def sync(self, path: str = "/") -> None:
+        """ZooKeeper's sync: the server this session talks to catches up with the leader before it
+        answers, so the reads that follow see every write committed before the call (from any session)."""
+        self._keepalive()
+        raw = ((self._prefix + path) if path != "/" or not self._prefix else self._prefix).encode()
+        xid = self._next_xid()
+        body = _I.pack(len(raw)) + raw
+        self._sock.sendall(_REQ.pack(8 + len(body), xid, _OP_SYNC) + body)
+        self._last_send = time.monotonic()
+        err, _ = self._reply(xid)
+        if err not in (0, _ERR_NONODE):
+            raise ZkOperationError(f"ZooKeeper error {err} on sync of {path}", path)
+
     def get_many(self, paths: Sequence[str], window: int = 5000) -> Iterator[tuple[str, bytes | None, int, int]]:
         """Yields (path, data or None if absent, version, ephemeral_owner) in the order of `paths`."""
         for path, err, body in self._pipeline(_OP_GET_DATA, paths, window):
@@ -239,12 +263,34 @@ class WireReader:
                 off += 4 + n
             yield path, names
 
-    def create_many(self, nodes: Sequence[tuple[str, bytes]], window: int = 5000) -> tuple[int, int]:
-        """Pipelined persistent creates, parents first. Returns (created, already existing)."""
+    def create_many(self, nodes: Sequence[tuple[str, bytes]], window: int = 5000, *,
+                    acls: Sequence[Sequence[Acl]] | None = None) -> tuple[int, int]:
+        """Pipelined persistent creates, parents first. Returns (created, already existing).
+
+        `acls`: the ACL of each node (same order as `nodes`); None: every node open (world:anyone ALL)."""
+        if acls is not None and len(acls) != len(nodes):
+            raise ValueError("create_many: one ACL per node")
+        encoded: dict[tuple[Acl, ...], bytes] = {}
+
+        def acl_bytes(i: int) -> bytes:
+            if acls is None:
+                return _OPEN_ACL
+            key = tuple(acls[i])
+            if key not in encoded:
+                encoded[key] = encode_acl(key)
+            return encoded[key]
+
+        tails = [_I.pack(len(d)) + d + acl_bytes(i) + _I.pack(0) for i, (_, d) in enumerate(nodes)]
         created = existed = 0
-        for _, err, _ in self._pipeline(_OP_CREATE, [p for p, _ in nodes], window, [d for _, d in nodes]):
+        orphans = []
+        for path, err, _ in self._pipeline(_OP_CREATE, [p for p, _ in nodes], window, tails):
             if err == 0:
                 created += 1
+            elif err == _ERR_NONODE:  # the parent is missing: not "already there"
+                orphans.append(path)
             else:
                 existed += 1
+        if orphans:  # raised once every reply is read, so the connection stays usable
+            raise ZkNoNodeError(f"cannot create {orphans[0]}: its parent does not exist"
+                                + (f" (and {len(orphans) - 1} more nodes)" if len(orphans) > 1 else ""), orphans[0])
         return created, existed

@@ -1,71 +1,16 @@
-"""`python -m core ...`: every engine feature without the browser.
-
-Each subcommand parses its arguments, calls the engine, prints, and returns an exit status:
-0 success, 1 a KeelError (printed as `error: ...` on stderr), 2 a usage error (argparse).
-"""
+"""Reading the cluster: `describe` (as kafka-topics --describe prints it), `snapshot` (the snapshot JSON), and
+`assign` (Kafka's exact replica assignment, no cluster needed)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
 
-from core.errors import KeelError, UnknownTopicError
+from core.cli.common import add_zk_options, stderr_progress, zk_session
+from core.cli.io import check_output, write_output
+from core.errors import TooLargeError, UnknownTopicError
 from core.model import ClusterSnapshot
-from core import cli_leaders, cli_reassign, cli_topics
-from core.fleet import commands as fleet_commands
-from core.sandbox import commands as sandbox_commands
-
-if TYPE_CHECKING:
-    from core.zk.session import ZkSession
-
-
-# --- shared ZooKeeper options -----------------------------------------------------------------
-
-
-def add_zk_options(p: argparse.ArgumentParser, required: bool = True) -> None:
-    g = p.add_argument_group("ZooKeeper")
-    g.add_argument("--zk", required=required, metavar="CONNECT",
-                   help="ZooKeeper connect string host:port[,host:port][/chroot] (Kafka's zookeeper.connect)")
-    g.add_argument("--zk-digest", metavar="USER:PASSWORD", default=os.environ.get("KEEL_ZK_DIGEST"),
-                   help="digest credentials (default: $KEEL_ZK_DIGEST)")
-    g.add_argument("--zk-tls-ca", metavar="PEM", help="CA bundle: connect with TLS")
-    g.add_argument("--zk-tls-cert", metavar="PEM", help="client certificate for TLS")
-    g.add_argument("--zk-tls-key", metavar="PEM", help="client key for TLS")
-    g.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
-                   help="give up connecting after S seconds (default 10)")
-
-
-@contextmanager
-def zk_session(args: argparse.Namespace) -> Iterator[ZkSession]:
-    from core.zk.session import TlsOptions, ZkSession, ZkSettings
-
-    tls = None
-    if args.zk_tls_ca or args.zk_tls_cert:
-        tls = TlsOptions(ca=args.zk_tls_ca, cert=args.zk_tls_cert, key=args.zk_tls_key)
-    session = ZkSession.open(ZkSettings(connect=args.zk, digest=args.zk_digest, tls=tls,
-                                        connect_timeout=args.connect_timeout))
-    try:
-        yield session
-    finally:
-        session.close()
-
-
-def stderr_progress(enabled: bool) -> Callable[[str, int, int], None] | None:
-    if not enabled:
-        return None
-
-    def report(stage: str, done: int, total: int) -> None:
-        end = "\n" if done >= total else ""
-        print(f"\r{stage:>8}: {done:,}/{total:,}", end=end, file=sys.stderr, flush=True)
-
-    return report
-
-
-# --- describe / snapshot ------------------------------------------------------------------------
 
 
 def _ids(ids) -> str:
@@ -120,16 +65,13 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from core.zk.reader import read_snapshot
 
+    check_output(args.output, "-o")  # before reading what may be a 200,000-partition cluster
     with zk_session(args) as session:
         snap = read_snapshot(session, cluster=args.cluster or "", progress=stderr_progress(args.progress))
     text = snap.to_json(indent=None if args.compact else 1)
-    if args.output == "-":
-        print(text)
-    else:
+    write_output(args.output, text, "-o")  # atomic: never half a snapshot
+    if args.output != "-":
         out = Path(args.output)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text + "\n")
-        tmp.replace(out)  # never leave half a snapshot behind
         print(f"wrote {out}: {len(snap.brokers)} brokers, {len(snap.topics)} topics, "
               f"{snap.partition_count:,} partitions", file=sys.stderr)
     for problem in snap.problems:
@@ -137,13 +79,28 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- parser ----------------------------------------------------------------------------------
+def cmd_assign(args: argparse.Namespace) -> int:
+    import random
+
+    from core.assignment import (RackAwareMode, assign_replicas, brokers_for_mode, format_assignment_json,
+                                 parse_broker_list)
+    from core.topics import MAX_NEW_PARTITIONS
+
+    if args.partitions > MAX_NEW_PARTITIONS:  # before placing 10,000,000 partitions in memory
+        raise TooLargeError(
+            f"{args.partitions:,} partitions is more than Keel places in one request (at most {MAX_NEW_PARTITIONS:,})",
+            hint="the topic znode must fit ZooKeeper's 1 MiB request limit (jute.maxbuffer) and the controller "
+                 "creates every new partition's state in one pass; create fewer and add partitions in steps")
+    mode = RackAwareMode.DISABLED if args.disable_rack_aware else RackAwareMode.ENFORCED
+    brokers = brokers_for_mode(parse_broker_list(args.brokers), mode)
+    assignment = assign_replicas(brokers, args.partitions, args.replication_factor, args.fixed_start_index,
+                                 args.start_partition_id, random.Random(args.seed))
+    print(format_assignment_json(assignment))
+    return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="Keel: a console for ZooKeeper-mode Kafka.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+def register(sub) -> None:
     p = sub.add_parser("describe", help="topics, partitions, leaders and ISR like kafka-topics --describe")
     add_zk_options(p)
     p.add_argument("--topic", metavar="REGEX", help="only topics whose whole name matches REGEX")
@@ -174,35 +131,3 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed for the random start index and shift")
     p.set_defaults(func=cmd_assign)
 
-    cli_topics.register(sub)
-    cli_leaders.register(sub)
-    cli_reassign.register(sub)
-    fleet_commands.register(sub)
-    sandbox_commands.register(sub)
-    return parser
-
-
-def cmd_assign(args: argparse.Namespace) -> int:
-    import random
-
-    from core.assignment import (RackAwareMode, assign_replicas, brokers_for_mode, format_assignment_json,
-                                 parse_broker_list)
-
-    mode = RackAwareMode.DISABLED if args.disable_rack_aware else RackAwareMode.ENFORCED
-    brokers = brokers_for_mode(parse_broker_list(args.brokers), mode)
-    assignment = assign_replicas(brokers, args.partitions, args.replication_factor, args.fixed_start_index,
-                                 args.start_partition_id, random.Random(args.seed))
-    print(format_assignment_json(assignment))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except KeelError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 
 def _scope(args: argparse.Namespace) -> dict:
@@ -20,7 +19,12 @@ def _scope(args: argparse.Namespace) -> dict:
         return {"topic": args.topic}
     if args.broker is not None:
         return {"broker": args.broker}
-    return {"partitions": list(parse_election(Path(args.path_to_json_file).read_bytes()))}
+    from core.cli.io import read_input
+    from core.plans import MAX_PLAN_BYTES
+
+    data = read_input(args.path_to_json_file, "--path-to-json-file", limit=MAX_PLAN_BYTES, what="election",
+                      why="an election of every partition of a large cluster is ~10 MiB; a larger file is a mistake")
+    return {"partitions": list(parse_election(data))}
 
 
 def _print_selection(selection) -> None:
@@ -31,7 +35,7 @@ def _print_selection(selection) -> None:
 
 
 def cmd_elect(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     from core.plans import format_election
     from core.store import Store
     from core.zk.election import plan_election, trigger, wait_for_outcome
@@ -59,7 +63,7 @@ def cmd_elect(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from core.cli import add_zk_options
+    from core.cli.common import add_zk_options
 
     p = sub.add_parser("elect", help="preferred-leader election (all, a topic, a broker, or partitions from JSON)")
     add_zk_options(p)

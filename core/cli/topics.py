@@ -11,7 +11,7 @@ import json
 import random
 import sys
 
-from core.errors import ValidationError
+from core.errors import RiskNotAcceptedError, ValidationError
 
 
 def _config_pairs(items: list[str] | None) -> dict[str, str]:
@@ -25,7 +25,7 @@ def _config_pairs(items: list[str] | None) -> dict[str, str]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from core.cli import add_zk_options
+    from core.cli.common import add_zk_options
 
     add_zk_options(p)
     p.add_argument("--dry-run", action="store_true", help="show what would be written; write nothing")
@@ -39,43 +39,69 @@ def _store(args):
     return Store(args.store)
 
 
+def _show_risks(risks, accepted: bool) -> None:
+    for risk in risks:
+        print(f"warning: {risk}" + (" (accepted with --accept-risk)" if accepted else ""), file=sys.stderr)
+
+
+def _accepted_risks(risks, args: argparse.Namespace) -> tuple[str, ...] | bool:
+    """What the write may go ahead with: the risks shown here, confirmed with --accept-risk, and no others.
+
+    The engine re-drafts against live state; a risk that appears only there (the cluster changed in between)
+    was never shown, so it refuses it."""
+    if risks and not args.accept_risk:
+        raise RiskNotAcceptedError(
+            f"refused: {len(risks)} risk(s) shown above need an explicit confirmation; nothing was written",
+            tuple(risks), hint="re-run with --accept-risk to apply it anyway")
+    return tuple(risks)
+
+
 def _assignment_lines(assignment) -> str:
     return "\n".join(f"  partition {p}: replicas {','.join(map(str, r))}" for p, r in sorted(assignment.items()))
 
 
 def cmd_create_topic(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
+    from core.cli.io import naming_problems
     from core.topics import draft_create_topic, kafka_topics_command
     from core.zk.topic_admin import create_topic, live_state
 
     with zk_session(args) as session:
         snap, _ = live_state(session)
-        draft = draft_create_topic(
-            snap, args.topic, partitions=args.partitions, replication_factor=args.replication_factor,
-            config=_config_pairs(args.config), replica_assignment=args.replica_assignment,
-            rack_mode="disabled" if args.disable_rack_aware else "enforced", rng=random.Random(args.seed),
-            fixed_start_index=args.fixed_start_index)
+        with naming_problems(snap):
+            draft = draft_create_topic(
+                snap, args.topic, partitions=args.partitions, replication_factor=args.replication_factor,
+                config=_config_pairs(args.config), replica_assignment=args.replica_assignment,
+                rack_mode="disabled" if args.disable_rack_aware else "enforced", rng=random.Random(args.seed),
+                fixed_start_index=args.fixed_start_index)
         for warning in draft.warnings:
             print(warning, file=sys.stderr)
+        _show_risks(draft.risks, args.accept_risk)
         if args.dry_run:
             print(f"would create topic {draft.name} ({draft.partitions} partitions, replication factor "
                   f"{draft.replication_factor}):")
             print(_assignment_lines(draft.assignment))
             print("equivalent: " + kafka_topics_command(draft, "BOOTSTRAP"))
+            if draft.risks and not args.accept_risk:
+                print("would be refused without --accept-risk (see the warnings)", file=sys.stderr)
             return 0
-        done = create_topic(session, _store(args), draft, cluster=args.cluster or args.zk)
+        accepted = _accepted_risks(draft.risks, args)
+        done = create_topic(session, _store(args), draft, cluster=args.cluster or args.zk, accept_risks=accepted)
     print(done.summary)
     return 0
 
 
 def cmd_add_partitions(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
+    from core.cli.io import naming_problems
     from core.topics import draft_add_partitions
     from core.zk.topic_admin import add_partitions, live_state
 
     with zk_session(args) as session:
         snap, _ = live_state(session)
-        draft = draft_add_partitions(snap, args.topic, args.partitions, replica_assignment=args.replica_assignment)
+        with naming_problems(snap):
+            draft = draft_add_partitions(snap, args.topic, args.partitions,
+                                         replica_assignment=args.replica_assignment)
         for warning in draft.warnings:
             print(warning, file=sys.stderr)
         if args.dry_run:
@@ -88,7 +114,7 @@ def cmd_add_partitions(args: argparse.Namespace) -> int:
 
 
 def cmd_alter_config(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     from core.topics import draft_alter_config
     from core.zk.topic_admin import alter_config, live_state
 
@@ -97,17 +123,22 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
     with zk_session(args) as session:
         snap, _ = live_state(session)
         draft = draft_alter_config(snap, args.topic, set=sets, delete=deletes)
+        _show_risks(draft.risks, args.accept_risk)
         if args.dry_run:
             print(json.dumps({"topic": draft.name, "old": draft.old, "new": draft.new,
                               "changes": [r._asdict() for r in draft.diff]}, indent=2))
+            if draft.risks and not args.accept_risk:
+                print("would be refused without --accept-risk (see the warnings)", file=sys.stderr)
             return 0
-        done = alter_config(session, _store(args), args.topic, sets, deletes, cluster=args.cluster or args.zk)
+        accepted = _accepted_risks(draft.risks, args)
+        done = alter_config(session, _store(args), args.topic, sets, deletes, cluster=args.cluster or args.zk,
+                            accept_risks=accepted)
     print(done.summary)
     return 0
 
 
 def cmd_delete_topic(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     from core.topics import draft_delete_topic
     from core.zk.topic_admin import delete_topic, live_state
 
@@ -124,6 +155,12 @@ def cmd_delete_topic(args: argparse.Namespace) -> int:
     return 0
 
 
+def _accept_risk(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--accept-risk", action="store_true",
+                   help="apply it even though Keel warned of a risk (e.g. min.insync.replicas above the replication "
+                        "factor: the topic is unwritable for acks=all producers); accepts the risks shown, no others")
+
+
 def register(sub) -> None:
     p = sub.add_parser("create-topic", help="create a topic with Kafka's exact replica assignment")
     _common(p)
@@ -135,6 +172,7 @@ def register(sub) -> None:
     p.add_argument("--disable-rack-aware", action="store_true")
     p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I")
     p.add_argument("--seed", type=int, help="seed of the random start index (default: random)")
+    _accept_risk(p)
     p.set_defaults(func=cmd_create_topic)
 
     p = sub.add_parser("add-partitions", help="grow a topic to N partitions (Kafka's placement)")
@@ -149,6 +187,7 @@ def register(sub) -> None:
     p.add_argument("--topic", required=True)
     p.add_argument("--add-config", action="append", metavar="KEY=VALUE")
     p.add_argument("--delete-config", metavar="KEY[,KEY]")
+    _accept_risk(p)
     p.set_defaults(func=cmd_alter_config)
 
     p = sub.add_parser("delete-topic", help="mark a topic for deletion (/admin/delete_topics)")

@@ -1,16 +1,16 @@
 """Reassignment commands of `python -m core`: plan, execute, verify, rollback.
 
-`plan` reads a snapshot (a file, or live from ZooKeeper) and writes Kafka's reassignment JSON, plus an
-optional report of the metrics; `execute`, `verify` and `rollback` act through core.zk.reassign.
+`plan` reads a snapshot (a file, or live from ZooKeeper), settles a running reassignment (core.plans.settled:
+the Reassign page plans on the same), and writes Kafka's reassignment JSON plus an optional report of the metrics;
+`plan --import FILE` validates and scores a plan made elsewhere with the same report. `execute`, `verify` and
+`rollback` act through core.zk.reassign.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
-from pathlib import Path
 
 from core.errors import ValidationError
 
@@ -24,77 +24,102 @@ def _ids(text: str | None, what: str) -> tuple[int, ...] | None:
         raise ValidationError(f"{what} must be comma-separated broker ids, got {text!r}") from None
 
 
-def _write(path: str, text: str) -> None:
-    if path == "-":
-        print(text)
-        return
-    out = Path(path)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text + "\n")
-    tmp.replace(out)
+def _write(path: str, text: str, option: str = "-o") -> None:
+    from core.cli.io import write_output
+
+    write_output(path, text, option)
 
 
-def report_dict(result) -> dict:
-    """The plan's metrics as JSON-ready data."""
-    report = dataclasses.asdict(result.report)
-    report["moves_over_lower_bound"] = result.report.moves_over_lower_bound
-    return {"strategy": result.strategy, "partitions_changed": len(result.proposed), "report": report,
-            "waves": [[f"{t}-{p}" for t, p in wave] for wave in result.waves] if result.waves else None,
-            "warnings": list(result.warnings)}
+_PLAN_WHY = "a reassignment of every partition of a large cluster is ~20 MiB; a larger file is a mistake"
+
+
+def _read_plan_input(path: str, option: str, what: str) -> bytes:
+    from core.cli.io import read_input
+    from core.plans import MAX_PLAN_BYTES
+
+    return read_input(path, option, limit=MAX_PLAN_BYTES, what=what, why=_PLAN_WHY)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from core.balance import STRATEGIES, PlanRequest
-    from core.balance.sizes import parse_log_dirs
-    from core.model import ClusterSnapshot
-    from core.plans import parse_topics_to_move
+    from core.balance import STRATEGIES, import_plan
+    from core.balance.sizes import MAX_LOG_DIRS_BYTES, parse_log_dirs
+    from core.cli.io import check_output, naming_problems, print_problems, read_input
+    from core.model import MAX_SNAPSHOT_BYTES, ClusterSnapshot
+    from core.plans import parse_topics_to_move, settled
 
+    if args.output is None and not args.import_file:
+        raise ValidationError("give the plan's output file: -o FILE (or - for stdout)")
+    # Every output and input is checked before the (possibly long) planning: nothing is written unless all can be.
+    for path, option in ((args.output, "-o"), (args.rollback_output, "--rollback-output"), (args.report, "--report")):
+        check_output(path, option)
+    topics = parse_topics_to_move(_read_plan_input(args.topics_to_move_json_file, "--topics-to-move-json-file",
+                                                   "topics-to-move")) if args.topics_to_move_json_file else None
+    sizes = parse_log_dirs(read_input(args.sizes, "--sizes", limit=MAX_LOG_DIRS_BYTES, what="log-dirs",
+                                      why="kafka-log-dirs.sh --describe of ~6 million replicas")) if args.sizes else None
     if args.snapshot:
-        snap = ClusterSnapshot.from_json(Path(args.snapshot).read_bytes())
+        snap = ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
+                                                    what="snapshot", why="~2 million partitions"))
     elif not args.zk:
         raise ValidationError("give the cluster to plan for: --snapshot FILE or --zk CONNECT")
     else:
-        from core.cli import zk_session
+        from core.cli.common import zk_session
         from core.zk.reader import read_snapshot
 
         with zk_session(args) as session:
             snap = read_snapshot(session)
-    topics = parse_topics_to_move(Path(args.topics_to_move_json_file).read_bytes()) \
-        if args.topics_to_move_json_file else None
-    request = PlanRequest(
-        topics=topics, target_brokers=_ids(args.broker_list, "--broker-list"),
-        drain_brokers=_ids(args.exclude_brokers, "--exclude-brokers") or (),
-        replication_factor=args.replication_factor,
-        partition_sizes=parse_log_dirs(Path(args.sizes).read_bytes()) if args.sizes else None,
-        max_moves=args.max_moves, seed=args.seed, rack_aware=not args.disable_rack_aware,
-        per_topic_spread=args.per_topic_spread, wave_partitions=args.wave_partitions,
-        wave_broker_moves=args.wave_broker_moves)
-    result = STRATEGIES[args.strategy](snap, request)
-    for warning in result.warnings:
+    print_problems(snap)
+    if args.import_file:
+        text = _read_plan_input(args.import_file, "--import", "reassignment")
+        with naming_problems(snap):
+            imported = import_plan(snap, text, sizes=sizes, wave_partitions=args.wave_partitions,
+                                   wave_broker_moves=args.wave_broker_moves)
+        result, plan_json, rollback_json = imported.result, imported.plan.to_json(), imported.rollback.to_json()
+        warnings = imported.warnings
+    else:
+        # A running reassignment is planned as finished, as the Reassign page plans it: partitions that are
+        # moving hold target + origin replicas, and counting those would move replicas that are about to go.
+        snap = settled(snap)
+        with naming_problems(snap):
+            result = STRATEGIES[args.strategy](snap, _request(args, topics, sizes))
+        plan_json, rollback_json, warnings = result.reassignment_json(), result.rollback_json(), result.warnings
+    for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     r = result.report
     ratio = r.moves_over_lower_bound
-    print(f"{args.strategy}: {len(result.proposed)} partitions change, {r.replicas_moved} replicas move "
+    print(f"{result.strategy}: {len(result.proposed)} partitions change, {r.replicas_moved} replicas move "
           f"(lower bound {r.lower_bound}{'' if ratio is None else f', {ratio:.2f}x'}), "
           f"replica spread {r.replicas[0].spread:g} -> {r.replicas[1].spread:g}, "
           f"leader spread {r.leaders[0].spread:g} -> {r.leaders[1].spread:g}, "
           f"rack violations {r.rack_violations[0]} -> {r.rack_violations[1]}", file=sys.stderr)
-    _write(args.output, result.reassignment_json())
+    if args.output:
+        _write(args.output, plan_json)
     if args.rollback_output:
-        _write(args.rollback_output, result.rollback_json())
+        _write(args.rollback_output, rollback_json, "--rollback-output")
     if args.report:
-        _write(args.report, json.dumps(report_dict(result), indent=2))
+        _write(args.report, json.dumps(result.to_dict(), indent=2), "--report")
     return 0
+
+
+def _request(args: argparse.Namespace, topics, sizes):
+    from core.balance import PlanRequest
+
+    return PlanRequest(
+        topics=topics, target_brokers=_ids(args.broker_list, "--broker-list"),
+        drain_brokers=_ids(args.exclude_brokers, "--exclude-brokers") or (),
+        replication_factor=args.replication_factor, partition_sizes=sizes,
+        max_moves=args.max_moves, seed=args.seed, rack_aware=not args.disable_rack_aware,
+        per_topic_spread=args.per_topic_spread, wave_partitions=args.wave_partitions,
+        wave_broker_moves=args.wave_broker_moves)
 
 
 def _plan_file(path: str):
     from core.plans import parse_reassignment
 
-    return parse_reassignment(Path(path).read_bytes())
+    return parse_reassignment(_read_plan_input(path, "--reassignment-json-file", "reassignment"))
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     from core.store import Store
     from core.zk.reassign import execute
 
@@ -113,9 +138,9 @@ def cmd_execute(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     from core.store import Store
-    from core.zk.reassign import COMPLETE, verify
+    from core.zk.reassign import COMPLETE, GONE, verify
 
     plan = _plan_file(args.reassignment_json_file)
     with zk_session(args) as session:
@@ -123,7 +148,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print("Status of partition reassignment:")
     for p in result.partitions:
         line = f"Reassignment of partition {p.topic}-{p.partition} is {p.status}."
-        if p.status not in (COMPLETE, "in progress"):
+        if p.status == GONE:
+            line = (f"Partition {p.topic}-{p.partition} does not exist (its topic was deleted, or never existed): "
+                    "nothing to wait for.")
+        elif p.status not in (COMPLETE, "in progress"):
             line += f" (replicas {','.join(map(str, p.replicas))}, target {','.join(map(str, p.target))})"
         print(line)
     if result.throttles_removed:
@@ -132,7 +160,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from core.cli import zk_session
+    from core.cli.common import zk_session
     from core.store import Store
     from core.zk.reassign import rollback
 
@@ -146,7 +174,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     from core.balance import STRATEGIES
-    from core.cli import add_zk_options
+    from core.cli.common import add_zk_options
 
     p = sub.add_parser("plan", help="compute a reassignment plan (Kafka's reassignment JSON)")
     add_zk_options(p, required=False)
@@ -163,7 +191,9 @@ def register(sub) -> None:
     p.add_argument("--per-topic-spread", action="store_true", help="also spread each topic evenly (more moves)")
     p.add_argument("--wave-partitions", type=int, metavar="K", help="waves of at most K moving partitions")
     p.add_argument("--wave-broker-moves", type=int, metavar="L", help="waves of at most L moves per broker")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the plan (reassignment JSON), - for stdout")
+    p.add_argument("--import", dest="import_file", metavar="FILE",
+                   help="validate and score a reassignment JSON made elsewhere (same report; -o is optional)")
+    p.add_argument("-o", "--output", metavar="FILE", help="the plan (reassignment JSON), - for stdout")
     p.add_argument("--rollback-output", metavar="FILE", help="the current assignment of the changed partitions")
     p.add_argument("--report", metavar="FILE", help="the metrics report (JSON)")
     p.set_defaults(func=cmd_plan)

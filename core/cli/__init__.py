@@ -1,0 +1,18 @@
+"""The command line, one module per subject: `common` (options and session opening shared by every command),
+`io` (input files and outputs), `cluster` (describe, snapshot, assign), `topics`, `leaders`, `reassign`; `app`
+builds the parser. The fleet and sandbox commands live beside their engines and register here too.
+"""
+
+from __future__ import annotations
+
+
+def main(argv: list[str] | None = None) -> int:
+    from core.cli.app import main as run  # deferred: `import core.cli.common` must not load every command
+
+    return run(argv)
+
+
+def build_parser():
+    from core.cli.app import build_parser as build
+
+    return build()

@@ -1,0 +1,38 @@
+"""`python -m core ...` (also the `keel` console script): every engine feature without the browser.
+
+Each subcommand parses its arguments, calls the engine, prints, and returns an exit status:
+0 success, 1 a KeelError (printed as `error: ...` on stderr), 2 a usage error (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from core.cli import cluster, leaders, reassign, topics
+from core.cli.common import quiet_kazoo
+from core.errors import KeelError
+from core.fleet import commands as fleet_commands
+from core.sandbox import commands as sandbox_commands
+from core.sandbox import kafka_commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core", description="Keel: a console for ZooKeeper-mode Kafka.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in (cluster, topics, leaders, reassign, fleet_commands, sandbox_commands, kafka_commands):
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with quiet_kazoo():
+            return args.func(args)
+    except KeelError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
