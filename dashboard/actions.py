@@ -31,6 +31,7 @@ from core.model import ClusterSnapshot
 from core.store import Store, default_actor
 from core.topics import TOPIC_CONFIGS
 from dashboard import state
+from dashboard.text import md, md_text
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +42,12 @@ CONFIG_COLUMNS = ["Key", "Value"]
 
 
 def blocked_reason(cfg: KeelConfig, action: str = "change the cluster") -> str | None:
-    """Why this instance may not write (the engine's PermissionDeniedError message), or None."""
+    """Why this instance may not write (the engine's PermissionDeniedError message, as markdown: it can name a
+    topic), or None."""
     try:
         require_operator(cfg, action)
     except PermissionDeniedError as e:
-        return str(e)
+        return md_text(e)
     return None
 
 
@@ -75,7 +77,7 @@ def fingerprint(*parts: Any) -> str:
 @dataclass(frozen=True)
 class Result:
     ok: bool
-    message: str
+    message: str  # markdown: what `run` stored is escaped (engine messages quote topic names)
     scope: str | None = None  # what the result belongs to (a topic, a page): shown only there
     context: str | None = None  # the draft it was about: a failure is shown only while it is still the one shown
     details: list[str] = field(default_factory=list)
@@ -83,8 +85,9 @@ class Result:
 
 def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, scope: str | None = None,
         context: str | None = None) -> bool:
-    """Call `work()` (an engine write returning a summary) behind the operator gate; store the outcome in
-    st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either.
+    """Call `work()` (an engine write returning a plain-text summary, one line per line) behind the operator gate;
+    store the outcome in st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either.
+    Messages are stored escaped for markdown: they quote names and values read from the cluster.
 
     The gate is checked against the config as it is *now* (re-read), not only as it was when the button was
     drawn: an instance switched to read-only refuses a click on a page that was open before."""
@@ -96,13 +99,14 @@ def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, sco
         require_operator(now, action)
         message = work()
     except KeelError as e:
-        st.session_state[slot] = Result(False, str(e), scope, context)
+        st.session_state[slot] = Result(False, md_text(e), scope, context)
         return False
     except Exception as e:  # an unexpected failure is still a message on the page, never a traceback
         log.exception("%s failed", action)
-        st.session_state[slot] = Result(False, f"Could not {action}: {type(e).__name__}: {e}", scope, context)
+        st.session_state[slot] = Result(False, md_text(f"Could not {action}: {type(e).__name__}: {e}"), scope,
+                                        context)
         return False
-    st.session_state[slot] = Result(True, message, scope, context)
+    st.session_state[slot] = Result(True, md_text(message), scope, context)
     return True
 
 
@@ -126,8 +130,14 @@ def clear(slot: str) -> None:
 
 
 def show_error(e: BaseException) -> None:
-    """A refusal from the engine, as the page shows it (the KeelError's own message, with its hint)."""
-    st.error(str(e), icon=":material/block:")
+    """A refusal from the engine, as the page shows it (the KeelError's own message, with its hint), as text."""
+    st.error(md_text(e), icon=":material/block:")
+
+
+def show_keyed_error(e: BaseException) -> None:
+    """A refusal about one config key (KeelError.key when the engine names it), the key in bold."""
+    key = getattr(e, "key", None)
+    st.error((f"**{md(key)}**: " if key else "") + md_text(e), icon=":material/error:")
 
 
 # --- small shared formatting -----------------------------------------------------------------------------
@@ -225,7 +235,7 @@ def config_editor(key: str, current: Mapping[str, str] | None = None, *, disable
 
 def show_config_problems(problems: list[tuple[str, str]]) -> None:
     for k, message in problems:
-        st.error(f"**{k}**: {message}", icon=":material/error:")
+        st.error(f"**{md(k)}**: {md_text(message)}", icon=":material/error:")
 
 
 def config_schema_table(keys) -> pd.DataFrame:

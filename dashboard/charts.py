@@ -3,6 +3,8 @@
 Colours: one fixed, colour-blind-safe colour per rack, assigned by sorted rack name so that a rack
 keeps its colour on every page; brokers without a rack are grey. A broker that is down is drawn
 hatched, with a red outline and "(down)" in its axis label.
+
+Rack and topic names are data from the cluster: they are escaped for plotly's HTML-like label markup (`esc`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import plotly.graph_objects as go
+
+from dashboard.text import plotly as esc
 
 # Okabe-Ito + Tol "bright": distinguishable with the common colour-vision deficiencies.
 RACK_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
@@ -73,7 +77,7 @@ def per_broker_bars(
         idx = groups[group]
         down = group == DOWN
         fig.add_bar(
-            name=group,
+            name=esc(group),
             x=[labels[i] for i in idx],
             y=[values[i] for i in idx],
             marker=dict(
@@ -81,7 +85,7 @@ def per_broker_bars(
                 line=dict(color=DOWN_COLOR if down else "rgba(0,0,0,0)", width=2),
                 pattern=dict(shape="x" if down else "", fgcolor=DOWN_COLOR, size=6),
             ),
-            customdata=[[racks[i] or NO_RACK] for i in idx],
+            customdata=[[esc(racks[i] or NO_RACK)] for i in idx],
             hovertemplate=(f"broker %{{x}}<br>{y_title}: %{{y:,}}<br>rack: %{{customdata[0]}}"
                            + ("<br><b>DOWN</b>" if down else "") + "<extra></extra>"),
         )
@@ -219,6 +223,7 @@ def replica_heatmaps(
     same count in both. Callers fold the long tail of topics into one row; counts are printed in small grids."""
     from plotly.subplots import make_subplots
 
+    topics = [esc(t) for t in topics]
     labels = _labels(broker_ids, alive, marks)
     top = max([1, *(v for row in before for v in row), *(v for row in after for v in row)])
     show_text = len(topics) * len(labels) <= MAX_CELL_TEXT
@@ -246,6 +251,7 @@ def replica_change_heatmap(
     title: str = "Change in replicas per broker and topic (after − before)",
 ) -> go.Figure:
     """One diverging heatmap of after - before: blue where a broker gains replicas of a topic, red where it loses."""
+    topics = [esc(t) for t in topics]
     labels = _labels(broker_ids, alive, marks)
     delta = [[a - b for a, b in zip(ra, rb)] for ra, rb in zip(after, before)]
     reach = max([1, *(abs(v) for row in delta for v in row)])

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.text import plotly as esc  # cluster, topic and rack names are data: plotly must not apply their tags
+
 MAX_ROWS = 40
 MAX_COLS = 100
 TOP_TOPICS = 30
@@ -113,14 +115,14 @@ def cluster_broker_grid(scores: pd.DataFrame, metrics: pd.DataFrame, *, start: i
         for j in range(math.ceil(len(ids) / size)):
             lo, hi = j * size, min((j + 1) * size, len(ids))
             k = _extreme(vals[lo:hi])
-            head = f"<b>#{rank} {cluster}</b>"
+            head = f"<b>#{rank} {esc(cluster)}</b>"
             if k is None:
                 text[i][j] = f"{head}<br>broker{'s' if hi - lo > 1 else ''} {ids[lo]}" + (
                     f"–{ids[hi - 1]}" if hi - lo > 1 else "") + f"<br>{value}: n/a (no alive broker to compare with)"
                 continue
             b = lo + k
             z[i, j] = vals[b]
-            who = (f"broker {ids[b]}{_down(alive[b])} · rack {racks[b] or NO_RACK}<br>{reps[b]:,} replicas · "
+            who = (f"broker {ids[b]}{_down(alive[b])} · rack {esc(racks[b] or NO_RACK)}<br>{reps[b]:,} replicas · "
                    f"{value} {_signed(vals[b])}")
             if size == 1:
                 text[i][j] = f"{head}<br>#{b} {who}"
@@ -134,7 +136,7 @@ def cluster_broker_grid(scores: pd.DataFrame, metrics: pd.DataFrame, *, start: i
                      f"bin's most extreme broker")
     if total > len(names):
         notes.append(f"ranks {start + 1}–{start + len(names)} of {total:,} clusters")
-    return Grid(z=_plain(z), x=_col_labels(width, size), y=[f"#{r} {c}" for c, r in zip(names, window["rank"])],
+    return Grid(z=_plain(z), x=_col_labels(width, size), y=[f"#{r} {esc(c)}" for c, r in zip(names, window["rank"])],
                 text=text, x_title="Broker index (by broker id)" + (" — binned" if size > 1 else ""),
                 note="; ".join(notes) or None, bin_size=size, rows_total=total,
                 extra={"clusters": names, "width": width})
@@ -188,8 +190,8 @@ def topic_broker_grid(topic_broker: pd.DataFrame, metrics: pd.DataFrame, *, top_
 
     rows_counts = [counts[t] for t in top]
     rows_excess = [excess[t] for t in top]
-    labels = [str(topics[t]) for t in top]
-    hovers_head = [f"<b>{topics[t]}</b> · {int(totals[t]):,} replicas, {int(above[t]):,} above an even spread"
+    labels = [esc(topics[t]) for t in top]
+    hovers_head = [f"<b>{esc(topics[t])}</b> · {int(totals[t]):,} replicas, {int(above[t]):,} above an even spread"
                    + (f" (even: {int(math.floor(totals[t] / n_alive))}–{int(math.ceil(totals[t] / n_alive))} "
                       f"per alive broker)" if n_alive else "") for t in top]
     if len(rest):
@@ -227,7 +229,7 @@ def topic_broker_grid(topic_broker: pd.DataFrame, metrics: pd.DataFrame, *, top_
         [f"{ids[lo]}–{ids[min(lo + size, len(ids)) - 1]}" for lo in range(0, len(ids), size)]
     return Grid(z=_plain(z), x=x, y=labels, text=text, x_title="Broker" + (" (binned by id)" if size > 1 else ""),
                 note="; ".join(notes) or None, bin_size=size, rows_total=len(topics),
-                extra={"zmax": max(1.0, top_abs), "topics": labels[: len(top)]})
+                extra={"zmax": max(1.0, top_abs), "topics": [str(topics[t]) for t in top]})
 
 
 # --- racks x brokers of one cluster -------------------------------------------------------------------
@@ -257,8 +259,9 @@ def rack_broker_grid(metrics: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_col
         reps = g["replicas"].to_numpy(dtype=float)
         leaders = g["leaders"].to_numpy()
         alive = g["alive"].to_numpy()
-        labels.append(f"{rack} ({len(ids)})")
-        head = f"<b>rack {rack}</b>: {len(ids)} brokers, {int(reps.sum()):,} replicas ({reps.mean():,.0f} per broker)"
+        labels.append(f"{esc(rack)} ({len(ids)})")
+        head = (f"<b>rack {esc(rack)}</b>: {len(ids)} brokers, {int(reps.sum()):,} replicas "
+                f"({reps.mean():,.0f} per broker)")
         for j in range(math.ceil(len(ids) / size)):
             lo, hi = j * size, min((j + 1) * size, len(ids))
             b = lo + (_extreme(reps[lo:hi] - mean) or 0)
@@ -318,10 +321,10 @@ def cluster_broker_heatmap(grid: Grid) -> go.Figure:
 
 def topic_broker_heatmap(grid: Grid, cluster: str) -> go.Figure:
     m = float(grid.extra.get("zmax", 1.0))
-    return heatmap(grid, title=f"{cluster}: replicas per broker and topic, above (+) or below (−) an even spread",
-                   colorbar="replicas vs even", zmin=-m, zmax=m, zmid=0.0, cell_text="%{z:+,.0f}")
+    return heatmap(grid, title=f"{esc(cluster)}: replicas per broker and topic, above (+) or below (−) an even "
+                               "spread", colorbar="replicas vs even", zmin=-m, zmax=m, zmid=0.0, cell_text="%{z:+,.0f}")
 
 
 def rack_broker_heatmap(grid: Grid, cluster: str) -> go.Figure:
-    return heatmap(grid, title=f"{cluster}: replicas per broker, grouped by rack", colorbar="replicas",
+    return heatmap(grid, title=f"{esc(cluster)}: replicas per broker, grouped by rack", colorbar="replicas",
                    colorscale=SEQUENTIAL, zmin=0.0, cell_text="%{z:,}", row_height=34, min_height=200)

@@ -18,6 +18,7 @@ from core.plans import ReassignmentPlan, parse_reassignment
 from core.zk import reassign
 from dashboard import actions, state
 from dashboard import reassign_state as rs
+from dashboard.text import md_text
 
 RESULT = "ra_result"  # the outcome of Execute
 RUN_RESULT = "ra_run_result"  # the outcome of Verify / Next wave / Rollback
@@ -66,7 +67,7 @@ def _started(done: reassign.Executed, what: str) -> str:
                  "until Verify")
     text += f" (action #{done.action_id} in History)."
     if done.warnings:
-        text += "  \n" + "  \n".join(f"Note: {w}" for w in done.warnings)
+        text += "".join(f"\nNote: {w}" for w in done.warnings)  # plain text: actions.run escapes it, line by line
     return text
 
 
@@ -134,10 +135,12 @@ def _follow(ctx: state.PageContext, action_id: int) -> None:
     try:
         action = actions.store().action(action_id)
     except Exception as e:  # an unreadable store is a message, not a traceback
-        st.session_state[RUN_RESULT] = actions.Result(False, f"Cannot read the audit store: {e}", "reassign-run")
+        st.session_state[RUN_RESULT] = actions.Result(False, md_text(f"Cannot read the audit store: {e}"),
+                                                      "reassign-run")
         return
     if action is None or action.kind != "reassignment" or not isinstance(action.payload, dict):
-        st.session_state[RUN_RESULT] = actions.Result(False, f"Action #{action_id} is not a recorded reassignment.",
+        st.session_state[RUN_RESULT] = actions.Result(False, md_text(f"Action #{action_id} is not a recorded "
+                                                                      "reassignment."),
                                                       "reassign-run")
         return
     plan = parse_reassignment(action.payload["plan"])

@@ -11,17 +11,18 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from core.balance import STRATEGIES, PlanRequest, PlanResult
-from core.balance.base import finish, resolve
-from core.errors import KeelError
+from core.balance import IMPORTED, STRATEGIES, PlanRequest, PlanResult
+from core.balance import import_plan as score_imported
 from core.model import NO_LEADER, ClusterSnapshot
-from core.plans import ReassignmentPlan, parse_reassignment, rollback_for, validate_reassignment
-from core.zk.reassign import COMPLETE, IN_FLIGHT, NOT_AT_TARGET, PartitionStatus
+from core.plans import PartitionStatus, ReassignmentPlan, ReassignStatus, settled  # noqa: F401  (settled: re-export)
+
+COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE = (ReassignStatus.COMPLETE, ReassignStatus.IN_PROGRESS,
+                                            ReassignStatus.NOT_AT_TARGET, ReassignStatus.GONE)
 
 Key = tuple[str, int]
 
@@ -31,7 +32,6 @@ GOAL_DRAIN = "Drain brokers"
 GOAL_RF = "Change replication factor"
 GOAL_IMPORT = "Import a plan"
 GOALS = (GOAL_REBALANCE, GOAL_FILL, GOAL_DRAIN, GOAL_RF, GOAL_IMPORT)
-IMPORTED = "imported"
 DEFAULT_STRATEGY = "balanced"
 
 MB = 1_000_000  # throttles are typed in MB/s (decimal, as Kafka's --throttle is bytes/s)
@@ -42,7 +42,7 @@ MAX_JSON_PREVIEW = 20_000  # characters of plan JSON shown inline; the downloads
 
 DIFF_COLUMNS = ["Topic", "Partition", "Before", "After", "Added", "Removed", "Moves", "Preferred leader"]
 STATUS_COLUMNS = ["Topic", "Partition", "Status", "Replicas now", "Target"]
-STATUS_ORDER = {IN_FLIGHT: 0, NOT_AT_TARGET: 1, COMPLETE: 2}
+STATUS_ORDER = {IN_FLIGHT: 0, NOT_AT_TARGET: 1, COMPLETE: 2, GONE: 3}
 
 
 def strategies() -> list[str]:
@@ -137,33 +137,22 @@ def request_key(strategy: str, request: PlanRequest, sizes_digest: str | None) -
 
 
 def run_planner(snapshot: ClusterSnapshot, strategy: str, request: PlanRequest) -> Planned:
+    """Plan with a strategy on `snapshot` (the page passes core.plans.settled(live), as the CLI's `plan` does)."""
     started = time.perf_counter()
     result = STRATEGIES[strategy](snapshot, request)
-    plan = parse_reassignment(result.reassignment_json()) if result.proposed else ReassignmentPlan(())
-    return _planned(strategy, result, plan, result.rollback_json(), started, result.warnings,
+    return _planned(strategy, result, result.plan, result.rollback_json(), started, result.warnings,
                     request.partition_sizes)
 
 
 def import_plan(snapshot: ClusterSnapshot, text: str | bytes, *, sizes: Mapping[Key, int] | None = None,
                 wave_partitions: int | None = None, wave_broker_moves: int | None = None) -> Planned:
-    """Parse and validate a reassignment document as Kafka does (PlanError with Kafka's message), then score it
-    with the engine's metrics over its topics and every alive broker. Execute writes the document as given."""
+    """A reassignment document validated as Kafka does (PlanError with Kafka's message) and scored by the engine
+    (core.balance.import_plan, as `plan --import` does). Execute writes the document as given."""
     started = time.perf_counter()
-    plan = parse_reassignment(text)
-    warnings = validate_reassignment(plan, snapshot)
-    wanted = plan.assignment()
-    topics = tuple(sorted({t for t, _ in wanted}))
-    request = PlanRequest(topics=topics, partition_sizes=dict(sizes) if sizes is not None else None,
-                          wave_partitions=wave_partitions, wave_broker_moves=wave_broker_moves)
-    try:
-        scope = resolve(snapshot, request)
-    except KeelError:  # brokers with and without racks: score without racks, as --disable-rack-aware would
-        request = replace(request, rack_aware=False)
-        scope = resolve(snapshot, request)
-    after = [wanted.get(k, current) for k, current in zip(scope.keys, scope.current)]
-    result = finish(scope, after, IMPORTED, request, [])
-    return _planned(IMPORTED, result, plan, rollback_for(plan, snapshot).to_json(), started,
-                    tuple(warnings) + result.warnings, request.partition_sizes)
+    imported = score_imported(snapshot, text, sizes=sizes, wave_partitions=wave_partitions,
+                              wave_broker_moves=wave_broker_moves)
+    return _planned(IMPORTED, imported.result, imported.plan, imported.rollback.to_json(), started,
+                    imported.warnings, dict(sizes) if sizes is not None else None)
 
 
 def _planned(source: str, result: PlanResult, plan: ReassignmentPlan, rollback_json: str, started: float,
@@ -171,32 +160,6 @@ def _planned(source: str, result: PlanResult, plan: ReassignmentPlan, rollback_j
     plan_json = plan.to_json()
     return Planned(source, result, plan, plan_json, rollback_json, digest(plan_json) or "",
                    time.perf_counter() - started, tuple(dict.fromkeys(warnings)), sizes)
-
-
-def settled(snapshot: ClusterSnapshot) -> ClusterSnapshot:
-    """The snapshot as it will be once the running reassignment completes: partitions in /admin/reassign_partitions
-    at their target, and partitions still adding / removing replicas without the replicas being removed.
-
-    While a reassignment runs, a moving partition holds target + origin replicas (more than its replication
-    factor); planning on that would count replicas that are about to go. Returns `snapshot` itself when nothing
-    moves."""
-    pending = {(r.topic, r.partition): r.replicas for r in snapshot.in_progress.reassignment}
-    if not pending and not any(p.adding_replicas or p.removing_replicas for p in snapshot.partitions()):
-        return snapshot
-    topics = []
-    for t in snapshot.topics:
-        parts = []
-        changed = False
-        for p in t.partitions:
-            target = pending.get((p.topic, p.partition))
-            if target is None and (p.adding_replicas or p.removing_replicas):
-                target = tuple(r for r in p.replicas if r not in set(p.removing_replicas))
-            if target is not None:
-                p = replace(p, replicas=tuple(target), adding_replicas=(), removing_replicas=())
-                changed = True
-            parts.append(p)
-        topics.append(replace(t, partitions=tuple(parts)) if changed else t)
-    return replace(snapshot, topics=tuple(topics), in_progress=replace(snapshot.in_progress, reassignment=()))
 
 
 # --- waves -------------------------------------------------------------------------------------------
@@ -451,8 +414,7 @@ def diff_table(planned: Planned) -> pd.DataFrame:
 
 def status_counts(statuses: Sequence[PartitionStatus]) -> dict[str, int]:
     counts = Counter(s.status for s in statuses)
-    return {COMPLETE: counts.get(COMPLETE, 0), IN_FLIGHT: counts.get(IN_FLIGHT, 0),
-            NOT_AT_TARGET: counts.get(NOT_AT_TARGET, 0)}
+    return {status: counts.get(status, 0) for status in (COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE)}
 
 
 def status_table(statuses: Sequence[PartitionStatus]) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import streamlit as st  # noqa: E402
 
 from core.config import ConfigError, can_act  # noqa: E402
 from dashboard import state  # noqa: E402
+from dashboard.text import md  # noqa: E402
 
 st.set_page_config(page_title="Keel", page_icon=":material/anchor:", layout="wide")
 
@@ -90,7 +91,7 @@ def connection_status() -> None:
     snap = conn.snapshot()
     if snap is not None:
         st.caption(f"Last change {state.hhmmss(snap.captured_at)}"
-                   + (f" · cluster id `{snap.cluster_id}`" if snap.cluster_id else ""))
+                   + (f" · cluster id {md(snap.cluster_id)}" if snap.cluster_id else ""))  # ZooKeeper's, not ours
 
 
 with status_box.container():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import pytest
 
@@ -18,7 +19,8 @@ from core import zkformat as zf
 from core.assignment import assign_replicas, brokers_for_mode
 from core.sandbox.seed import SandboxSpec
 from core.store import Store
-from core.topics import draft_add_partitions
+from core.errors import TooLargeError
+from core.topics import MAX_NEW_PARTITIONS, draft_add_partitions, draft_create_topic
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 from tests.sandbox_helpers import Sandbox, running_sandbox, wait_until
@@ -264,6 +266,74 @@ def test_create_topic_existing_name_and_explicit_dead_broker(demo, zk_connect, t
     assert dump_tree(demo.session) == before and store.actions() == []
 
 
+def test_create_topic_bounds_the_partitions_before_any_work(small, zk_connect, tmp_path, monkeypatch, store):
+    """Issue 12, item 6: 10,000,000 partitions are refused at once with the engine's message (the limit and why), and
+    an invalid count never leaves the previous valid one in effect: no preview of it, no Create."""
+    at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/create_topic.py")
+    before = dump_tree(small.session)
+    at.text_input(key="ct_name").input("huge")
+    at.number_input(key="ct_partitions").set_value(12).run()
+    assert len(preview_assignment(at)) == 12
+    by_prefix(at.checkbox, "ct_confirm_").check().run()
+    assert not at.button(key="ct_create").disabled
+
+    started = time.monotonic()
+    at.number_input(key="ct_partitions").set_value(10_000_000).run()
+    elapsed = time.monotonic() - started
+    ok(at)
+    assert elapsed < 3, f"the page took {elapsed:.1f} s over 10,000,000 partitions"
+    with pytest.raises(TooLargeError) as refused:
+        draft_create_topic(small.snapshot(), "huge", 10_000_000, 3)
+    assert str(refused.value) in errors(at) and f"{MAX_NEW_PARTITIONS:,}" in errors(at)
+
+    def nothing_of_the_earlier_draft():
+        assert at.button(key="ct_create").disabled
+        assert not [c for c in at.checkbox if (c.key or "").startswith("ct_confirm_")]
+        assert not at.metric and not [t for t in at.dataframe if "Distinct racks" in t.value.columns]
+        assert not at.code  # no kafka-topics.sh line for 12 partitions either
+
+    nothing_of_the_earlier_draft()
+    for field, value, message in (("ct_partitions", 0, "The partitions must be greater than 0"),
+                                  ("ct_partitions", -3, "The partitions must be greater than 0"),
+                                  ("ct_partitions", MAX_NEW_PARTITIONS + 1, f"{MAX_NEW_PARTITIONS + 1:,} partitions"),
+                                  ("ct_rf", 0, "The replication factor must be between 1 and 32767 inclusive"),
+                                  ("ct_fixed", -2, "The fixed start index must be -1 (random) or at least 0")):
+        at.number_input(key="ct_partitions").set_value(12)
+        at.number_input(key="ct_rf").set_value(3)
+        at.number_input(key="ct_fixed").set_value(-1).run()
+        assert len(preview_assignment(at)) == 12  # valid again
+        at.number_input(key=field).set_value(value).run()
+        ok(at)
+        assert message in errors(at), (field, value, errors(at))
+        nothing_of_the_earlier_draft()
+
+    # an explicit assignment longer than any topic znode ZooKeeper takes: refused unparsed
+    at.radio(key="ct_placement").set_value("Explicit replica assignment").run()
+    started = time.monotonic()
+    at.text_area(key="ct_assignment").input(",".join(["1:2:3"] * 200_000)).run()
+    assert time.monotonic() - started < 3
+    assert "1 MiB request limit" in errors(at)
+    nothing_of_the_earlier_draft()
+    assert dump_tree(small.session) == before and store.actions() == []
+
+
+def test_add_partitions_bounded_before_any_work(small, zk_connect, tmp_path, monkeypatch, store):
+    at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/topics.py")
+    topic = next(t for t in small.snapshot().topics if not t.name.startswith("__"))
+    current = len(topic.partitions)
+    at.selectbox(key="topic_choice").select(topic.name).run()
+    field = f"ap_total::{topic.name}::{current}"
+    started = time.monotonic()
+    at.number_input(key=field).set_value(10_000_000).run()
+    ok(at)
+    assert time.monotonic() - started < 3
+    assert f"more than Keel writes in one request (at most {MAX_NEW_PARTITIONS:,})" in errors(at)
+    assert not [b for b in at.button if b.key == "ap_apply"]
+    at.number_input(key=field).set_value(current).run()  # not an increase: Kafka's message, not the old value
+    assert "can only be increased" in errors(at)
+    assert not [b for b in at.button if b.key == "ap_apply"]
+
+
 def test_create_is_revalidated_against_live_state(small, zk_connect, tmp_path, monkeypatch, store):
     """A preview made before a broker died is refused at Create (the engine re-reads live state)."""
     at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/create_topic.py")
@@ -412,7 +482,7 @@ def test_topic_actions_and_history(small, zk_connect, tmp_path, monkeypatch, sto
     at.session_state["history_table"] = {"selection": {"rows": [3], "columns": [], "cells": []}}
     at.run()
     ok(at)
-    assert any("add-partitions" in s.value for s in at.subheader)
+    assert "add-partitions" in texts(at.subheader)
     payload = json.loads(at.json[0].value)
     assert payload[0]["op"] == "set" and payload[0]["path"] == f"/brokers/topics/{name}"
     assert len(payload[0]["data"]["partitions"]) == current + 3  # the znode JSON, shown decoded

@@ -24,6 +24,7 @@ from core.sandbox import zkserver
 from core.sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.session import ZkSession
 from dashboard import state
+from dashboard.text import unescape
 from tests.sandbox_helpers import Sandbox, running_sandbox, wait_until
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "streamlit_app.py")
@@ -83,7 +84,8 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def texts(elements) -> str:
-    return "\n".join(str(e.value) for e in elements)
+    """What the elements read as: values from the cluster are escaped markdown (dashboard.text.md), resolved here."""
+    return "\n".join(unescape(str(e.value)) for e in elements)
 
 
 def table_with(at: AppTest, column: str, kind: str = "table"):
@@ -193,7 +195,7 @@ def test_overview_lists_corrupt_znodes_and_admin_operations(demo, zk_connect, tm
     at.run()
     m = metrics(at)
     assert int(m["Problems"]) == len(conn.snapshot().problems) >= 1
-    problems = table_with(at, "Path")
+    problems = table_with(at, "Path", "dataframe")
     assert any(p.endswith(f"/{topic}/partitions/0/state") for p in problems["Path"])
 
 

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.cli import build_parser
+from core.cli import main as cli_main
 from core.assignment import assign_replicas
 from core.errors import SnapshotFormatError
 from core.fleet import commands
@@ -72,7 +73,7 @@ Received log directory information from brokers 1,2,3
 
 
 def run_cli(*argv: str) -> int:
-    return commands.main(["fleet", *map(str, argv)])
+    return cli_main(["fleet", *map(str, argv)])
 
 
 def _norm(s: pd.Series) -> pd.Series:

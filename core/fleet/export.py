@@ -198,7 +198,7 @@ def collect(config, store: str | Path, *, clusters: Iterable[str] | None = None,
     it finishes; `read_progress(cluster, stage, done, total)` relays the snapshot reader's progress.
     """
     from core.zk.reader import read_snapshot
-    from core.zk.session import TlsOptions, ZkSession, ZkSettings
+    from core.zk.session import ZkSession, ZkSettings
 
     names = list(clusters) if clusters is not None else list(config.clusters)
     sizes = dict(sizes or {})
@@ -213,12 +213,7 @@ def collect(config, store: str | Path, *, clusters: Iterable[str] | None = None,
         try:
             check_cluster_name(name)
             size_map = load_log_dirs(sizes[name]) if name in sizes else None
-            tls = None
-            if cc.tls is not None:
-                tls = TlsOptions(ca=cc.tls.ca, cert=cc.tls.cert, key=cc.tls.key, key_password=cc.tls.key_password,
-                                 verify=cc.tls.verify)
-            session = ZkSession.open(ZkSettings(connect=cc.zk, digest=cc.digest, tls=tls,
-                                                connect_timeout=cc.connect_timeout))
+            session = ZkSession.open(ZkSettings.from_cluster(cc))
             try:
                 relay = None if read_progress is None else (
                     lambda stage, done, total, _n=name: read_progress(_n, stage, done, total))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from core import zkformat as zf
 from core.errors import KeelError, ZkBadVersionError, ZkNodeExistsError
-from core.sandbox.seed import EMULATOR, INTENTS, decode_intent, decode_status, encode_intent, intent_path
+from core.sandbox.znodes import EMULATOR, INTENTS, decode_intent, decode_status, encode_intent, intent_path
 from core.zk.session import ZkSession
 
 

@@ -5,18 +5,17 @@ Everything Kafka persists is written here: the top-level paths a broker creates 
 when empty), partition states and `__consumer_offsets`. What Kafka keeps in *ephemeral* nodes (broker
 registrations, /controller) is not written: the controller emulator creates those from its own sessions.
 The seeder leaves, per broker, an intent node /keel-sandbox/brokers/<id> holding the registration payload
-and whether the broker should be up.
+and whether the broker should be up (the sandbox's own znodes are in core.sandbox.znodes).
 
 All choices (names, sizes, placement, ids) come from one `random.Random(seed)`: the same spec always
 seeds the same cluster. The `--demo` state is produced by running the controller's own decision functions
-over a short history (a rolling restart, two lagging followers, one broker death), so it is a state the
-real controller could have left behind.
+(core.sandbox.leadership) over a short history (a rolling restart, two lagging followers, one broker death),
+so it is a state the real controller could have left behind.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import random
 import time
 import uuid
@@ -27,55 +26,24 @@ from core import zkformat as zf
 from core.assignment import assign_replicas
 from core.errors import KeelError, ValidationError
 from core.model import PartitionState
+from core.sandbox import leadership as decide  # the controller's own decisions keep the demo faithful
+from core.sandbox.leadership import initial_state
+from core.sandbox.znodes import (  # also re-exported from here, where they were first defined
+    EMULATOR,
+    INTENTS,
+    SANDBOX_ROOT,
+    BrokerIntent,
+    decode_intent,
+    decode_status,
+    encode_intent,
+    intent_path,
+)
 from core.zk.session import Op, ZkSession
-
-# --- the sandbox's own znodes (not Kafka's) ----------------------------------------------------
-
-SANDBOX_ROOT = "/keel-sandbox"
-INTENTS = SANDBOX_ROOT + "/brokers"     # /keel-sandbox/brokers/<id>: what the broker "process" should do
-EMULATOR = SANDBOX_ROOT + "/emulator"   # ephemeral: a controller emulator is running (payload: its status)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions default
 OFFSETS_CONFIG = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
 MULTI_CHUNK = 400  # ops per ZooKeeper multi: well under jute.maxbuffer, few round trips
-
-
-def intent_path(broker_id: int) -> str:
-    return f"{INTENTS}/{broker_id}"
-
-
-@dataclass(frozen=True)
-class BrokerIntent:
-    """Payload of /keel-sandbox/brokers/<id>: the registration to write when up, and whether it is up."""
-
-    broker_id: int
-    registration: str  # the /brokers/ids/<id> payload, as a JSON string
-    up: bool
-
-
-def encode_intent(registration: str, up: bool) -> bytes:
-    return json.dumps({"registration": registration, "up": up}, separators=(",", ":")).encode()
-
-
-def decode_intent(broker_id: int, data: bytes | None) -> BrokerIntent | None:
-    """None when the node is missing or unreadable (an intent nobody can act on)."""
-    try:
-        obj = json.loads(data or b"")
-    except ValueError:
-        return None
-    if not isinstance(obj, dict) or not isinstance(obj.get("registration"), str):
-        return None
-    return BrokerIntent(broker_id, obj["registration"], bool(obj.get("up", True)))
-
-
-def decode_status(data: bytes | None) -> dict:
-    """Payload of /keel-sandbox/emulator: {"version":1,"live_brokers":[...],"controller":id,"epoch":n}."""
-    try:
-        obj = json.loads(data or b"")
-    except ValueError:
-        return {}
-    return obj if isinstance(obj, dict) else {}
 
 
 # --- the spec ----------------------------------------------------------------------------------
@@ -240,8 +208,6 @@ def plan_topics(spec: SandboxSpec, rng: random.Random, brokers: Sequence[tuple[i
 def _demo_history(spec: SandboxSpec, rng: random.Random, plans: list[TopicPlan],
                   states: dict[tuple[str, int], PartitionState], holders: list[int]) -> int:
     """Mutate `states` through a plausible history; returns the broker left dead."""
-    from core.sandbox import controller as decide  # the controller's own decisions keep the demo faithful
-
     epoch = spec.controller_epoch
     replicas = {(p.name, pid): r for p in plans for pid, r in p.replicas.items()}
     alive = set(holders)
@@ -360,8 +326,6 @@ def seed_cluster(session: ZkSession, spec: SandboxSpec | None = None, *, force: 
     holders = ids[:-1] if spec.demo else ids
     pairs = [(b, spec.rack_of(b)) for b in holders]
     plans = plan_topics(spec, rng, pairs)
-
-    from core.sandbox.controller import initial_state
 
     epoch = spec.controller_epoch
     states: dict[tuple[str, int], PartitionState] = {}

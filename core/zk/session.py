@@ -112,6 +112,15 @@ class ZkSettings:
     session_timeout: float = 15.0
     retries: int = 3
 
+    @classmethod
+    def from_cluster(cls, cluster) -> "ZkSettings":
+        """From a keel.toml cluster (core.config.ClusterConfig, or anything with its fields): the one mapping
+        the dashboard, the fleet collector and the CLI's --cluster share, TLS key password and verify included."""
+        t = cluster.tls
+        tls = None if t is None else TlsOptions(ca=t.ca, cert=t.cert, key=t.key, key_password=t.key_password,
+                                                verify=t.verify)
+        return cls(connect=cluster.zk, digest=cluster.digest, tls=tls, connect_timeout=cluster.connect_timeout)
+
 
 @dataclass(frozen=True)
 class Node:

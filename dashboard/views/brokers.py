@@ -92,7 +92,9 @@ def live() -> None:
             r["Down"] += 0 if b.alive else 1
             r["Replicas"] += b.replicas
             r["Leaders"] += b.leaders
-        st.table(pd.DataFrame(sorted(by_rack.values(), key=lambda r: r["Rack"])), hide_index=True)
+        # st.dataframe, not st.table: table cells are markdown, and a rack is whatever a broker registered
+        st.dataframe(pd.DataFrame(sorted(by_rack.values(), key=lambda r: r["Rack"])), hide_index=True,
+                     key="broker_racks")
 
 
 live()

@@ -4,6 +4,12 @@ The placement is drawn once per set of inputs: the random start index and shift 
 `random.Random` whose seed lives in the session (Reshuffle draws a new one), so reruns do not reshuffle.
 The Create button writes the draft bound to it when the page was drawn, i.e. the one on screen;
 core.zk.topic_admin.create_topic re-validates it against live state first.
+
+Inputs are bounded by the engine (at most MAX_NEW_PARTITIONS, checked before anything is placed), not by the
+widgets: a number input refuses a value outside its min / max in the browser and silently keeps the previous one,
+which the preview would then show and Create write. Invalid input shows the engine's message and no draft.
+A draft with risks (a topic nobody can write to) needs one more box ticked per risk; the write passes exactly the
+risk texts confirmed and the engine refuses unless they cover the risks of the draft it re-computes.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import pandas as pd
 import streamlit as st
 
 from core.assignment import RackAwareMode
-from core.errors import KeelError
+from core.errors import KeelError, TooLargeError
 from core.model import ClusterSnapshot
 from core.topics import (
+    MAX_NEW_PARTITIONS,
+    MAX_TOPIC_ZNODE_BYTES,
     TOPIC_CONFIGS,
     CreateTopicDraft,
     check_collision,
@@ -30,6 +38,7 @@ from core.topics import (
 )
 from core.zk import topic_admin
 from dashboard import actions, charts, state
+from dashboard.text import md, md_text
 
 RESULT = "ct_result"
 SEED = "ct_seed"
@@ -59,10 +68,10 @@ def _reshuffle() -> None:
     st.session_state[SEED] = random.SystemRandom().randrange(2 ** 31)
 
 
-def _create(draft: CreateTopicDraft, context: str) -> None:
+def _create(draft: CreateTopicDraft, context: str, accepted: list[str]) -> None:
     def work() -> str:
         applied = topic_admin.create_topic(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
-                                           actor=actions.actor())
+                                           actor=actions.actor(), accept_risks=list(accepted))
         conn.await_change(lambda s: s.topic(draft.name) is not None)
         return f"{applied.summary[0].upper()}{applied.summary[1:]} (action #{applied.action_id} in History)."
 
@@ -118,7 +127,7 @@ name_error = name_problems(snap, name) if name else None
 if name_error is not None:
     actions.show_error(name_error)
 elif name and collision_warning(name):
-    st.warning(collision_warning(name), icon=":material/warning:")
+    st.warning(md_text(collision_warning(name)), icon=":material/warning:")
 
 placement = st.radio("Placement", PLACEMENTS, horizontal=True, key="ct_placement")
 partitions = rf = None
@@ -127,16 +136,18 @@ fixed = -1
 assignment_text = None
 if placement == PLACEMENTS[0]:
     c = st.columns([1, 1, 2, 1], vertical_alignment="bottom")
-    partitions = int(c[0].number_input("Partitions", min_value=1, max_value=2 ** 31 - 1, value=6, step=1,
-                                       key="ct_partitions"))
-    rf = int(c[1].number_input("Replication factor", min_value=1, max_value=32767, value=min(3, len(alive)),
-                               step=1, key="ct_rf", help=f"{len(alive)} broker(s) alive"))
+    # no min / max: the engine checks them and says why (see the module docstring)
+    partitions = int(c[0].number_input("Partitions", value=6, step=1, key="ct_partitions",
+                                       help=f"At most {MAX_NEW_PARTITIONS:,} in one create: the topic znode must "
+                                            "fit ZooKeeper's request limit; add more partitions later in steps."))
+    rf = int(c[1].number_input("Replication factor", value=min(3, len(alive)), step=1, key="ct_rf",
+                               help=f"{len(alive)} broker(s) alive"))
     rack_mode = c[2].selectbox("Rack awareness", list(RACK_MODES), format_func=lambda m: RACK_MODES[m],
                                key="ct_rack_mode")
-    fixed = int(c[3].number_input("Fixed start index", min_value=-1, value=-1, step=1, key="ct_fixed",
+    fixed = int(c[3].number_input("Fixed start index", value=-1, step=1, key="ct_fixed",
                                   help="-1: Kafka's random start index and shift (seeded here, so the preview "
                                        "is stable). ≥ 0: both fixed, as kafka's tests use."))
-    if fixed < 0:
+    if fixed == -1:
         r = st.columns([4, 1], vertical_alignment="center")
         r[0].caption(f"Random start index and replica shift drawn with seed `{st.session_state[SEED]}`: the "
                      "preview below is exactly what Create writes.")
@@ -170,25 +181,31 @@ elif name_error is None and not problems:
         if cached is not None and cached[0] == inputs and cached[1] is snap:
             draft = cached[2]  # same inputs, same cluster state: the same draft (big topics are not recomputed)
         elif placement == PLACEMENTS[0]:
+            if fixed < -1:
+                raise KeelError(f"The fixed start index must be -1 (random) or at least 0, not {fixed}")
             draft = draft_create_topic(snap, name, partitions, rf, config=overrides, rack_mode=rack_mode,
                                        rng=random.Random(st.session_state[SEED]), fixed_start_index=fixed)
         elif not (assignment_text or "").strip():
             st.info("Enter a replica assignment.", icon=":material/edit:")
+        elif len(assignment_text) > MAX_TOPIC_ZNODE_BYTES:  # its topic znode would be larger still: not parsed
+            raise TooLargeError(f"A replica assignment of {len(assignment_text):,} characters cannot fit ZooKeeper's "
+                                f"1 MiB request limit (jute.maxbuffer) as a topic znode",
+                                hint=f"create at most {MAX_NEW_PARTITIONS:,} partitions at once, add more later")
         else:
             draft = draft_create_topic(snap, name, config=overrides, replica_assignment=assignment_text)
         if draft is not None and (cached is None or cached[2] is not draft):
-            cached = (inputs, snap, draft, actions.fingerprint(draft.name, draft.assignment, draft.config))
+            cached = (inputs, snap, draft, actions.fingerprint(draft.name, draft.assignment, draft.config,
+                                                               draft.risks))
             st.session_state[CACHE] = cached
     except KeelError as e:
-        key = getattr(e, "key", None)
-        st.error((f"**{key}**: " if key else "") + str(e), icon=":material/error:")
+        actions.show_keyed_error(e)
 
 context = None
 if draft is not None:
     context = st.session_state[CACHE][3]
     for w in draft.warnings:
         if w != collision_warning(name):
-            st.warning(w, icon=":material/warning:")
+            st.warning(md_text(w), icon=":material/warning:")
     spread = rack_spread(snap, draft)
     m = st.columns(4)
     used = {b for reps in draft.assignment.values() for b in reps}
@@ -247,7 +264,7 @@ if draft is not None:
                                key="ct_command_download", icon=":material/download:")
         st.caption("Kafka before 2.2: use `--zookeeper <connect string>` instead of `--bootstrap-server`.")
     except KeelError as e:
-        st.caption(f"No kafka-topics.sh equivalent: {e}")
+        st.caption(f"No kafka-topics.sh equivalent: {md_text(e)}")
 
 # --- create -------------------------------------------------------------------------------------------
 
@@ -255,12 +272,19 @@ st.subheader("Create", anchor=False)
 reason = actions.blocked_reason(cfg, f"create topic {name or '…'}")
 actions.show_blocked(reason)
 confirmed = False
+accepted: list[str] = []
 if draft is not None:
-    confirmed = st.checkbox(f"I have reviewed the placement of **{draft.name}** ({draft.partitions:,} partitions × "
-                            f"{draft.replication_factor} replicas)", key=f"ct_confirm_{context}",
+    for risk in draft.risks:
+        st.warning(f"**Risk:** {md(risk)}", icon=":material/report:")
+    confirmed = st.checkbox(f"I have reviewed the placement of **{md(draft.name)}** ({draft.partitions:,} partitions "
+                            f"× {draft.replication_factor} replicas)", key=f"ct_confirm_{context}",
                             disabled=reason is not None)
+    # one box per risk, keyed by its text: a different risk is never covered by an earlier tick
+    accepted = [risk for risk in draft.risks
+                if st.checkbox(f"I understand: {md(risk)}", key=f"ct_risk_{actions.fingerprint(context, risk)}",
+                               disabled=reason is not None)]
 st.button("Create topic", type="primary", icon=":material/add_circle:", key="ct_create",
-          disabled=reason is not None or draft is None or not confirmed,
+          disabled=reason is not None or draft is None or not confirmed or len(accepted) < len(draft.risks),
           help=reason or (None if draft is not None else "Fix the form first"),
-          on_click=_create, args=(draft, context) if draft is not None else None)
+          on_click=_create, args=(draft, context, accepted) if draft is not None else None)
 actions.show(RESULT, context=context)

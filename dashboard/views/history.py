@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.store import Action
 from dashboard import actions, state
+from dashboard.text import md, md_text
 
 LIMITS = (200, 1000, 5000)
 COLUMNS = ["ID", "Time", "Actor", "Kind", "Target", "Status", "Summary", "Result"]
@@ -48,10 +49,10 @@ def readable(payload):
 try:
     store = actions.store()
 except Exception as e:  # an unreadable store must not take the page down
-    st.error(f"Cannot open the audit store: {type(e).__name__}: {e}", icon=":material/database:")
+    st.error(md_text(f"Cannot open the audit store: {type(e).__name__}: {e}"), icon=":material/database:")
     st.stop()
 st.caption(f"Cluster **{ctx.cluster.name}** · actions recorded in `{store.path}` · you act as "
-           f"**{actions.actor()}** (`$KEEL_ACTOR`, else the OS user)")
+           f"**{md(actions.actor())}** (`$KEEL_ACTOR`, else the OS user)")
 
 f1, f2, f3, f4 = st.columns([2, 2, 1, 1], vertical_alignment="bottom")
 limit = f3.selectbox("Newest", LIMITS, key="hist_limit", format_func=lambda n: f"{n:,} actions")
@@ -59,7 +60,7 @@ f4.button("Refresh", icon=":material/refresh:", key="hist_refresh", width="stret
 try:
     recorded = store.actions(ctx.cluster.name, limit=limit)
 except Exception as e:
-    st.error(f"Cannot read the audit store {store.path}: {type(e).__name__}: {e}", icon=":material/database:")
+    st.error(md_text(f"Cannot read the audit store {store.path}: {type(e).__name__}: {e}"), icon=":material/database:")
     st.stop()
 
 kinds = sorted({a.kind for a in recorded})
@@ -98,14 +99,15 @@ selected = event.selection.rows if event is not None else []
 if not selected or selected[0] >= len(rows):
     st.stop()
 action = rows[selected[0]]
-st.subheader(f"Action #{action.id}: {action.kind} {action.target}", anchor=False)
+# summaries, targets and results quote topic names and config values: text, not markdown
+st.subheader(f"Action #{action.id}: {md(action.kind)} {md(action.target)}", anchor=False)
 status_note = {"applied": "", "failed": "", "pending": " — never finished: the write may or may not have "
                                                         "happened; check the cluster"}[action.status]
-result = "" if action.result in (None, "", action.summary) else f": {action.result}"
+result = "" if action.result in (None, "", action.summary) else f": {md_text(action.result)}"
 (st.success if action.status == "applied" else st.error if action.status == "failed" else st.warning)(
-    f"**{action.status}**{result}{status_note}")
-st.markdown(f"{action.summary}  \nBy **{action.actor}** at {action.at}"
-            + (f", finished {action.finished}" if action.finished else ""))
+    f"**{md(action.status)}**{result}{status_note}")
+st.markdown(f"{md_text(action.summary)}  \nBy **{md(action.actor)}** at {md(action.at)}"
+            + (f", finished {md(action.finished)}" if action.finished else ""))
 left, right = st.columns(2)
 with left:
     st.markdown("**Payload** (what was written, in order)")

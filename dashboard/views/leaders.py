@@ -19,6 +19,7 @@ from core.model import NO_LEADER, ClusterSnapshot
 from core.plans import format_election
 from core.zk import election
 from dashboard import actions, charts, state
+from dashboard.text import md
 
 RESULT = "ld_result"
 LAST = "ld_last_election"
@@ -130,7 +131,7 @@ def last_election(snap: ClusterSnapshot) -> None:
     elected = sum(o.elected for o in outs)
     with st.container(border=True):
         head = st.columns([5, 1], vertical_alignment="center")
-        head[0].markdown(f"**Election #{last['action_id']}** — {last['scope']}: **{elected:,} of {len(outs):,}** "
+        head[0].markdown(f"**Election #{last['action_id']}** — {md(last['scope'])}: **{elected:,} of {len(outs):,}** "
                          "partitions now led by their preferred replica")
         head[1].button("Dismiss", key="ld_dismiss", on_click=_dismiss, width="stretch")
         if pending:
@@ -231,15 +232,16 @@ def live() -> None:
         context = actions.fingerprint(scope, keys)
         n_in, n_out = len(selection.eligible), len(selection.ineligible)
         if not n_in and not n_out:
-            st.success(f"Nothing to do in {selection.scope}: all {selection.already_preferred:,} partition(s) are "
-                       "led by their preferred replica.", icon=":material/check_circle:")
+            st.success(f"Nothing to do in {md(selection.scope)}: all {selection.already_preferred:,} partition(s) "
+                       "are led by their preferred replica.", icon=":material/check_circle:")
         elif not n_in:
             why = "; ".join(f"{r['Why not']} ({r['Partitions']:,})" for _, r in
                             reasons_table(selection.ineligible).iterrows())
-            st.warning(f"Nothing to elect in {selection.scope}: {n_out:,} partition(s) are off their preferred "
-                       f"leader but the controller would not move them — {why}.", icon=":material/block:")
+            st.warning(f"Nothing to elect in {md(selection.scope)}: {n_out:,} partition(s) are off their "
+                       f"preferred leader but the controller would not move them — {md(why)}.",
+                       icon=":material/block:")
         else:
-            st.markdown(f"In **{selection.scope}**: **{n_in:,}** partition(s) will move to their preferred leader"
+            st.markdown(f"In **{md(selection.scope)}**: **{n_in:,}** partition(s) will move to their preferred leader"
                         + (f", **{n_out:,}** cannot" if n_out else "")
                         + f"; {selection.already_preferred:,} already led by their preferred replica.")
             if n_out:

@@ -8,6 +8,7 @@ import streamlit as st
 from core import health
 from core.model import ClusterSnapshot
 from dashboard import charts, state
+from dashboard.text import md, md_cells
 
 MAX_LISTED = 200  # rows shown per in-progress operation / problem list; the rest is counted
 
@@ -55,7 +56,7 @@ def live() -> None:
     ctrl = snap.controller
 
     st.caption(f"Source `{snap.source}` · last change seen {state.hhmmss(snap.captured_at)}"
-               + (f" · cluster id `{snap.cluster_id}`" if snap.cluster_id else ""))
+               + (f" · cluster id {md(snap.cluster_id)}" if snap.cluster_id else ""))
 
     # --- size and controller -----------------------------------------------------------------
     c = st.columns(5)
@@ -108,7 +109,8 @@ def live() -> None:
                 help="Znodes whose payload Keel could not decode; the rest of the cluster still loaded")
     if snap.problems:
         with st.expander(f"{len(snap.problems):,} corrupt znode(s)", expanded=True, icon=":material/report:"):
-            st.table(pd.DataFrame([{"Path": p.path, "Problem": p.error} for p in snap.problems[:MAX_LISTED]]))
+            st.dataframe(pd.DataFrame([{"Path": p.path, "Problem": p.error} for p in snap.problems[:MAX_LISTED]]),
+                         hide_index=True, column_config={"Problem": st.column_config.TextColumn(width="large")})
             if len(snap.problems) > MAX_LISTED:
                 st.caption(f"… and {len(snap.problems) - MAX_LISTED:,} more")
 
@@ -118,7 +120,9 @@ def live() -> None:
     down = df[df["Status"] == "DOWN"]["Broker"].tolist()
     if down:
         st.error(f"Broker{'s' if len(down) > 1 else ''} down: {', '.join(map(str, down))}", icon=":material/dns:")
-    st.table(_style_brokers(df), hide_index=True, alt="Brokers of the cluster")
+    # st.table (its cells are in the DOM, for readers and the end-to-end test), so its text cells are escaped:
+    # hosts and racks are whatever the brokers registered
+    st.table(_style_brokers(md_cells(df)), hide_index=True, alt="Brokers of the cluster")
 
     colors = charts.rack_colors(b.rack for b in summary.brokers)
     ids = [b.broker_id for b in summary.brokers]
@@ -149,18 +153,19 @@ def live() -> None:
         with st.expander(f"Reassignment of {len(ip.reassignment):,} partition(s)", icon=":material/swap_horiz:"):
             rows = [{"Topic": r.topic, "Partition": r.partition, "Target replicas": ", ".join(map(str, r.replicas))}
                     for r in ip.reassignment[:MAX_LISTED]]
-            st.table(pd.DataFrame(rows))
+            st.dataframe(pd.DataFrame(rows), hide_index=True)
             if len(ip.reassignment) > MAX_LISTED:
                 st.caption(f"… and {len(ip.reassignment) - MAX_LISTED:,} more")
     if ip.preferred_election:
         with st.expander(f"Preferred-leader election of {len(ip.preferred_election):,} partition(s)",
                          icon=":material/how_to_vote:"):
-            st.table(pd.DataFrame([{"Topic": t, "Partition": p} for t, p in ip.preferred_election[:MAX_LISTED]]))
+            st.dataframe(pd.DataFrame([{"Topic": t, "Partition": p} for t, p in ip.preferred_election[:MAX_LISTED]]),
+                         hide_index=True)
             if len(ip.preferred_election) > MAX_LISTED:
                 st.caption(f"… and {len(ip.preferred_election) - MAX_LISTED:,} more")
     if ip.deletion:
         with st.expander(f"Deletion of {len(ip.deletion):,} topic(s)", icon=":material/delete:"):
-            st.table(pd.DataFrame({"Topic": list(ip.deletion[:MAX_LISTED])}))
+            st.dataframe(pd.DataFrame({"Topic": list(ip.deletion[:MAX_LISTED])}), hide_index=True)
             if len(ip.deletion) > MAX_LISTED:
                 st.caption(f"… and {len(ip.deletion) - MAX_LISTED:,} more")
 

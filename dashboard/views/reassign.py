@@ -15,12 +15,12 @@ import json
 import streamlit as st
 
 from core.balance.sizes import parse_log_dirs
-from core.cli_reassign import report_dict
 from core.errors import KeelError
 from core.zk import reassign
 from dashboard import actions, charts, state
 from dashboard import reassign_run
 from dashboard import reassign_state as rs
+from dashboard.text import md, md_text
 
 SIZES = "ra_sizes_cache"  # (digest, parsed sizes)
 PLANS = "reassign.plans"  # Connection.memo: (generation, request key) -> (snapshot, Planned | None, error | None)
@@ -73,7 +73,7 @@ def sizes_input() -> tuple[dict | None, str | None, bool]:
             try:
                 cached = (key, parse_log_dirs(data))
             except KeelError as e:
-                st.error(f"Partition sizes: {e}", icon=":material/error:")
+                st.error(md_text(f"Partition sizes: {e}"), icon=":material/error:")
                 return None, None, True
             st.session_state[SIZES] = cached
         sizes = cached[1]
@@ -233,9 +233,9 @@ else:
 if planned is not None:
     st.caption(f"{'Scored' if importing else 'Planned'} in {planned.seconds:.2f} s on snapshot generation "
                f"{generation} ({'just now' if fresh else 'cached: same cluster state and inputs'}) · source "
-               f"**{planned.source}** · {len(planned.result.target):,} partition(s) in scope")
+               f"**{md(planned.source)}** · {len(planned.result.target):,} partition(s) in scope")
     for w in planned.warnings:
-        st.warning(w, icon=":material/warning:")
+        st.warning(md_text(w), icon=":material/warning:")
 
 
 def cost_panel(p: rs.Planned) -> None:
@@ -345,7 +345,7 @@ def downloads(p: rs.Planned) -> None:
     c[1].download_button("Rollback JSON", p.rollback_json, key="ra_download_rollback", file_name="rollback.json",
                          mime="application/json", on_click="ignore", icon=":material/undo:", width="stretch",
                          help="The current replicas of these partitions: execute it to undo the plan")
-    report = p.derived("report", lambda: json.dumps(report_dict(p.result), indent=2))
+    report = p.derived("report", lambda: json.dumps(p.result.to_dict(), indent=2))
     c[2].download_button("Report JSON", report, key="ra_download_report", file_name="reassignment-report.json",
                          mime="application/json", on_click="ignore", icon=":material/analytics:", width="stretch",
                          help="The metrics above, as python -m core plan --report writes them")

@@ -15,6 +15,7 @@ from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
 from core.zk import topic_admin
 from dashboard import actions, charts, state
+from dashboard.text import md, md_text
 
 PAGE_SIZES = (25, 50, 100, 500)
 TOPIC_COLUMNS = ["Topic", "Health", "Partitions", "RF", "Under-replicated", "Unavailable", "Under min ISR",
@@ -163,7 +164,7 @@ def live() -> None:
     topic = snap.topic(topic_name)
     if topic is None:
         actions.show(ACTION_RESULT, scope=f"delete:{topic_name}")
-        st.warning(f"Topic {topic_name!r} no longer exists.")
+        st.warning(f"Topic {md(repr(topic_name))} no longer exists.")
         return
 
     row = table[table["Topic"] == topic_name].iloc[0]
@@ -174,10 +175,12 @@ def live() -> None:
     m[3].metric("Off preferred leader", int(row["Off preferred"]), border=True)
     m[4].metric("Out-of-sync replicas", int(row["Out-of-sync replicas"]), border=True)
     if topic_name in snap.in_progress.deletion:
-        st.warning(f"Topic {topic_name} is queued for deletion.", icon=":material/delete:")
+        st.warning(f"Topic {md(topic_name)} is queued for deletion.", icon=":material/delete:")
     if topic.config:
         with st.expander(f"{len(topic.config)} config override(s)"):
-            st.table(pd.DataFrame(sorted(topic.config.items()), columns=["Key", "Value"]), hide_index=True)
+            # st.dataframe, not st.table: table cells are markdown, and these are whatever ZooKeeper holds
+            st.dataframe(pd.DataFrame(sorted(topic.config.items()), columns=["Key", "Value"]), hide_index=True,
+                         key="topic_config", column_config={"Value": st.column_config.TextColumn(width="large")})
 
     parts = conn.derived("topics.partitions", snap, lambda s: partition_table(s, topic), key=topic_name)
     p1, p2, p3 = st.columns([2, 1, 1], vertical_alignment="bottom")
@@ -221,10 +224,11 @@ def _add_partitions(draft: AddPartitionsDraft, context: str) -> None:
 
 
 def _alter_config(name: str, to_set: dict[str, str], to_delete: list[str], expected: dict[str, str],
-                  context: str) -> None:
+                  context: str, accepted: list[str]) -> None:
     def work() -> str:
         applied = topic_admin.alter_config(conn.write_session(), actions.store(), name, set=to_set, delete=to_delete,
-                                           cluster=ctx.cluster.name, actor=actions.actor())
+                                           cluster=ctx.cluster.name, actor=actions.actor(),
+                                           accept_risks=list(accepted))
         conn.await_change(lambda s: (t := s.topic(name)) is not None and dict(t.config) == expected)
         return f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History."
     _apply("configure", name, work, context)
@@ -244,8 +248,8 @@ def topic_actions(snap: ClusterSnapshot, topic: Topic) -> None:
     st.subheader("Actions", anchor=False)
     if topic.name in snap.in_progress.deletion:
         actions.show(ACTION_RESULT, scope=f"delete:{topic.name}")
-        st.info(f"{topic.name} is marked for deletion (/admin/delete_topics/{topic.name}): it cannot be grown, "
-                "reconfigured or deleted again. The controller removes it once every replica is deleted.",
+        st.info(f"{md(topic.name)} is marked for deletion ({md('/admin/delete_topics/' + topic.name)}): it cannot be "
+                "grown, reconfigured or deleted again. The controller removes it once every replica is deleted.",
                 icon=":material/delete:")
         return
     reason = actions.blocked_reason(cfg, f"change topic {topic.name}")
@@ -262,8 +266,9 @@ def topic_actions(snap: ClusterSnapshot, topic: Topic) -> None:
 
 def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
     current = len(topic.partitions)
-    new_total = int(st.number_input(f"New total number of partitions (now {current:,})", min_value=current + 1,
-                                    max_value=2 ** 31 - 1, value=current + 1, step=1,
+    # No min / max: the browser would silently keep the previous value for one outside them; the engine says
+    # why a total is refused (not an increase, or more new partitions than Keel writes at once).
+    new_total = int(st.number_input(f"New total number of partitions (now {current:,})", value=current + 1, step=1,
                                     key=f"ap_total::{topic.name}::{current}"))
     try:
         draft = draft_add_partitions(snap, topic.name, new_total)
@@ -273,7 +278,7 @@ def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None)
         return
     context = actions.fingerprint(draft.name, draft.full_assignment)
     for w in draft.warnings:
-        st.warning(w, icon=":material/warning:")
+        st.warning(md_text(w), icon=":material/warning:")
     rows = [{"Partition": p, "Leader": reps[0], "Replicas": actions.ids(reps)}
             for p, reps in draft.new_assignment.items()]
     new_df = pd.DataFrame(rows, columns=["Partition", "Leader", "Replicas"])
@@ -289,7 +294,7 @@ def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None)
                                            [b.rack for b in alive], [True] * len(alive),
                                            title="New replicas per broker", y_title="Replicas", height=260),
                     key="ap_chart", config={"displayModeBar": False})
-    ok = st.checkbox(f"Add {len(rows):,} partition(s) to **{topic.name}** ({current:,} → {new_total:,})",
+    ok = st.checkbox(f"Add {len(rows):,} partition(s) to **{md(topic.name)}** ({current:,} → {new_total:,})",
                      key=f"ap_confirm::{context}", disabled=reason is not None)
     st.button("Add partitions", type="primary", key="ap_apply", disabled=reason is not None or not ok,
               help=reason, on_click=_add_partitions, args=(draft, context))
@@ -315,13 +320,12 @@ def config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None
     try:
         draft = draft_alter_config(snap, topic.name, set=to_set, delete=to_delete)
     except KeelError as e:
-        key = getattr(e, "key", None)
-        st.error((f"**{key}**: " if key else "") + str(e), icon=":material/error:")
+        actions.show_keyed_error(e)
         actions.show(ACTION_RESULT, scope=f"configure:{topic.name}")
         return
-    context = actions.fingerprint(topic.name, draft.old, draft.new)
+    context = actions.fingerprint(topic.name, draft.old, draft.new, draft.risks)
     for w in draft.warnings:
-        st.warning(w, icon=":material/warning:")
+        st.warning(md_text(w), icon=":material/warning:")
     diff = pd.DataFrame([{
         "Key": r.key,
         "Change": "added" if r.old is None else "removed" if r.new is None else "changed",
@@ -330,10 +334,17 @@ def config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None
         "Kafka default": r.default if r.default is not None else "—",
     } for r in draft.diff], columns=["Key", "Change", "Current", "New", "Kafka default"])
     st.dataframe(diff, hide_index=True, key="cfg_diff")
-    ok = st.checkbox(f"Apply {len(draft.diff)} config change(s) to **{topic.name}**", key=f"cfg_confirm::{context}",
-                     disabled=reason is not None)
-    st.button("Apply config", type="primary", key="cfg_apply", disabled=reason is not None or not ok, help=reason,
-              on_click=_alter_config, args=(topic.name, to_set, to_delete, draft.new, context))
+    for risk in draft.risks:
+        st.warning(f"**Risk:** {md(risk)}", icon=":material/report:")
+    ok = st.checkbox(f"Apply {len(draft.diff)} config change(s) to **{md(topic.name)}**",
+                     key=f"cfg_confirm::{context}", disabled=reason is not None)
+    # one box per risk, keyed by its text: a different risk is never covered by an earlier tick
+    accepted = [risk for risk in draft.risks
+                if st.checkbox(f"I understand: {md(risk)}", key=f"cfg_risk::{actions.fingerprint(context, risk)}",
+                               disabled=reason is not None)]
+    st.button("Apply config", type="primary", key="cfg_apply", help=reason,
+              disabled=reason is not None or not ok or len(accepted) < len(draft.risks),
+              on_click=_alter_config, args=(topic.name, to_set, to_delete, draft.new, context, accepted))
     actions.show(ACTION_RESULT, scope=f"configure:{topic.name}", context=context)
 
 
@@ -344,10 +355,10 @@ def delete_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None
         actions.show(ACTION_RESULT, scope=f"delete:{topic.name}")
         actions.show_error(e)
         return
-    st.warning(f"Marks **{topic.name}** for deletion: {draft.partitions:,} partitions, {draft.replicas:,} replicas. "
-               "The controller then deletes its data on every broker; it cannot be restored. "
-               + " ".join(draft.warnings), icon=":material/delete_forever:")
-    typed = st.text_input(f"Type **{topic.name}** to confirm", key=f"del_confirm::{topic.name}",
+    st.warning(f"Marks **{md(topic.name)}** for deletion: {draft.partitions:,} partitions, {draft.replicas:,} "
+               "replicas. The controller then deletes its data on every broker; it cannot be restored. "
+               + md(" ".join(draft.warnings)), icon=":material/delete_forever:")
+    typed = st.text_input(f"Type **{md(topic.name)}** to confirm", key=f"del_confirm::{topic.name}",
                           disabled=reason is not None)
     st.button("Delete topic", type="primary", key="del_apply", icon=":material/delete:",
               disabled=reason is not None or typed != topic.name, help=reason, on_click=_delete, args=(topic.name,))

@@ -1,0 +1,316 @@
+"""The live connection to one configured cluster: a LiveCluster (a ZooKeeper session whose watches keep a
+ClusterSnapshot current) opened, retried and replaced in the background. Engine code, no UI: the dashboard
+holds one per cluster in `st.cache_resource` and draws banners from its phase, error and times.
+
+* Connecting and the first full read run in a background thread (`ensure`); callers poll `phase` and
+  `progress`. The connect itself is bounded by the cluster's `connect_timeout`.
+* A failed first connect is retried when `ensure(retry_after=...)` is called again after that long.
+* When ZooKeeper goes away after the first snapshot, the last good snapshot stays available; kazoo gives a
+  session up for good after a short outage, so a fresh session is opened in the background (every
+  `RETRY_SECONDS`) and swapped in once its first snapshot has loaded.
+* Derived data is cached per snapshot object with `derived`: `LiveCluster.snapshot()` returns the same object
+  until a watch changes something, so a refresh of an unchanged cluster recomputes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from enum import StrEnum
+from typing import Any, Callable
+
+from core.config import ClusterConfig
+from core.errors import (
+    ConnectStringError,
+    KeelError,
+    NoKafkaError,
+    ZooKeeperAuthError,
+    ZooKeeperUnreachableError,
+)
+from core.model import ClusterSnapshot, utc_now_iso
+from core.zk.session import ZkSession, ZkSettings
+from core.zk.watcher import LiveCluster
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 5.0  # minimum gap between background (re)connect attempts
+REPLACE_AFTER_SECONDS = 2.0  # a session down this long gets a fresh one opened beside it
+RESYNC_NOTICE_SECONDS = 120.0  # how long `resync_notice` reports a re-read after a reconnect
+
+
+class Phase(StrEnum):
+    IDLE = "idle"
+    CONNECTING = "connecting"
+    LOADING = "loading"  # connected, reading the first snapshot
+    READY = "ready"  # a live view exists (it may be stale: see `live.status`)
+    FAILED = "failed"  # no live view; `failure` says why
+    CLOSED = "closed"
+
+
+class ErrorKind(StrEnum):
+    UNREACHABLE = "unreachable"
+    NO_KAFKA = "no_kafka"
+    AUTH = "auth"
+    CONFIG = "config"
+    ERROR = "error"
+
+
+def hhmmss(iso: str | None) -> str:
+    """'2026-11-22T03:00:00Z' -> '03:00:00 UTC' (the date too when it is not today)."""
+    from datetime import datetime, timezone
+
+    if not iso:
+        return "unknown"
+    try:
+        t = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return iso
+    if t.date() == datetime.now(timezone.utc).date():
+        return t.strftime("%H:%M:%S UTC")
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class Connection:
+    """The live view of one configured cluster. Thread-safe; shared by all sessions."""
+
+    def __init__(self, cluster: ClusterConfig):
+        self.cluster = cluster
+        self._lock = threading.Lock()
+        self.live: LiveCluster | None = None
+        self.phase = Phase.IDLE
+        self.failure: KeelError | None = None  # why the last (re)connect attempt failed
+        self.error_kind: ErrorKind | None = None
+        self.progress: tuple[str, int, int] | None = None
+        self.attempts = 0
+        self.connected_at: str | None = None
+        self.disconnected_at: str | None = None  # when the live session last left "connected"
+        self.reconnecting = False
+        self._down_since: float | None = None
+        self._last_attempt_end = 0.0
+        self._worker: threading.Thread | None = None
+        self._derived: dict[str, tuple[Any, Any, Any]] = {}
+        self._memo: dict[str, dict] = {}
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def ensure(self, retry_after: float = 0.0) -> None:
+        """Start a background connect when none is running and one is due.
+
+        No live view yet: connect now (or, after a failure, once `retry_after` seconds passed).
+        A live view whose session has been down for a while: open a replacement session beside it.
+        """
+        with self._lock:
+            if self.phase == Phase.CLOSED or (self._worker is not None and self._worker.is_alive()):
+                return
+            now = time.monotonic()
+            if self.live is None:
+                if self.phase == Phase.FAILED and now - self._last_attempt_end < retry_after:
+                    return
+                replacing = False
+            else:
+                if self.live.status in ("connected", "connecting", "resyncing") or self._down_since is None:
+                    return
+                if now - self._down_since < REPLACE_AFTER_SECONDS:
+                    return
+                if now - self._last_attempt_end < max(retry_after, RETRY_SECONDS):
+                    return
+                replacing = True
+            self.attempts += 1
+            if replacing:
+                self.reconnecting = True
+            else:
+                self.phase, self.progress = Phase.CONNECTING, None
+            self._worker = threading.Thread(target=self._attempt, args=(replacing,),
+                                            name=f"keel-connect-{self.cluster.name}", daemon=True)
+            self._worker.start()
+
+    def close(self) -> None:
+        with self._lock:
+            self.phase = Phase.CLOSED
+            live, self.live = self.live, None
+            worker = self._worker
+        if live is not None:
+            _stop_live(live)
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout=self.cluster.connect_timeout + 5)
+        # a worker that finished after we took `live` may have installed another one
+        with self._lock:
+            late, self.live = self.live, None
+        if late is not None:
+            _stop_live(late)
+
+    def _attempt(self, replacing: bool) -> None:
+        session: ZkSession | None = None
+        live: LiveCluster | None = None
+        try:
+            session = ZkSession.open(ZkSettings.from_cluster(self.cluster))
+            live = LiveCluster(session, cluster=self.cluster.name)
+            with self._lock:
+                if not replacing and self.phase != Phase.CLOSED:
+                    self.phase = Phase.LOADING
+            live.start(progress=None if replacing else self._on_progress)
+        except Exception as e:  # everything becomes a message on the page
+            if live is not None:
+                live.stop()
+            if session is not None:
+                try:
+                    session.close()
+                except Exception:
+                    pass
+            kind, failure = _describe(e, self.cluster)
+            with self._lock:
+                self.failure, self.error_kind = failure, kind
+                self._last_attempt_end = time.monotonic()
+                self.reconnecting = False
+                if not replacing and self.phase != Phase.CLOSED:
+                    self.phase = Phase.FAILED
+            log.warning("cluster %s: connect failed: %s", self.cluster.name, failure)
+            return
+
+        session.on_state_change(lambda state, live=live: self._on_session_state(live, state))
+        with self._lock:
+            if self.phase == Phase.CLOSED:
+                old = live  # closed meanwhile: throw the new one away
+            elif replacing and self.live is not None and self.live.status in ("connected", "resyncing"):
+                old = live  # the old session came back meanwhile and re-reads by itself: keep it
+                self.failure, self.error_kind, self.reconnecting = None, None, False
+                self._last_attempt_end = time.monotonic()
+            else:
+                old, self.live = self.live, live
+                if replacing and old is not None and self._down_since is not None:
+                    live.record_resync(time.monotonic() - self._down_since,
+                                       "reconnected to ZooKeeper with a new session")
+                self.phase, self.failure, self.error_kind = Phase.READY, None, None
+                self.connected_at = utc_now_iso()
+                self.disconnected_at = None
+                self._down_since = None if session.connected else time.monotonic()
+                self.reconnecting = False
+                self._last_attempt_end = time.monotonic()
+                self._derived.clear()
+                self._memo.clear()
+        if old is not None:
+            _stop_live(old)
+        try:  # settle the audit rows an interrupted run left pending (core.zk.reconcile)
+            from core.store import Store
+            from core.zk.reconcile import reconcile_pending
+
+            for r in (reconcile_pending(session, Store(), self.cluster.name) if self.live is live else ()):
+                log.warning("cluster %s: %s", self.cluster.name, r.note.removeprefix("note: "))
+        except Exception:
+            log.exception("cluster %s: could not reconcile pending actions", self.cluster.name)
+
+    def _on_progress(self, stage: str, done: int, total: int) -> None:
+        self.progress = (stage, done, total)
+
+    def _on_session_state(self, live: LiveCluster, state: str) -> None:
+        if live is not self.live:
+            return
+        if state == "connected":
+            self._down_since = None
+        elif self._down_since is None:
+            self._down_since = time.monotonic()
+            self.disconnected_at = utc_now_iso()
+
+    @property
+    def error(self) -> str | None:
+        """The last failure's message, for display."""
+        return None if self.failure is None else str(self.failure)
+
+    # --- reading -------------------------------------------------------------------------
+
+    @property
+    def healthy(self) -> bool:
+        live = self.live
+        return live is not None and live.status == "connected"
+
+    def snapshot(self) -> ClusterSnapshot | None:
+        live = self.live
+        return None if live is None else live.snapshot()
+
+    def derived(self, name: str, snapshot: ClusterSnapshot, fn: Callable[[ClusterSnapshot], Any], *,
+                key: Any = None) -> Any:
+        """fn(snapshot), computed once per snapshot object (i.e. once per change of the cluster) and `key`.
+
+        One slot per name: only the latest value is kept, so old snapshots are not held on to.
+        """
+        hit = self._derived.get(name)
+        if hit is not None and hit[0] is snapshot and hit[1] == key:
+            return hit[2]
+        value = fn(snapshot)
+        self._derived[name] = (snapshot, key, value)
+        return value
+
+    def memo(self, name: str) -> dict:
+        """A dict that lives as long as the live view: for caches finer than one snapshot (e.g. per topic)."""
+        return self._memo.setdefault(name, {})
+
+    def write_session(self) -> ZkSession:
+        """The live view's ZooKeeper session, for the writes of the action pages (core.zk.topic_admin,
+        core.zk.election): they re-read live state through it before writing. Refused unless connected."""
+        live = self.live
+        if live is not None and live.status == "resyncing":
+            raise ZooKeeperUnreachableError(
+                f"the live view of cluster {self.cluster.name} is re-reading ZooKeeper after a reconnect; "
+                "nothing was written", hint="try again in a few seconds, once the sidebar shows it as live")
+        if live is None or live.status != "connected":
+            raise ZooKeeperUnreachableError(
+                f"not connected to ZooKeeper for cluster {self.cluster.name} ({self.cluster.zk}); nothing was written",
+                hint="wait until the sidebar shows the connection as live, then try again")
+        return live.session
+
+    def await_change(self, predicate: Callable[[ClusterSnapshot], bool], timeout: float = 5.0) -> bool:
+        """Wait until the live view shows what a write just did (its watches fire); False on timeout."""
+        live = self.live
+        if live is None:
+            return False
+        try:
+            live.wait_for(predicate, timeout=timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def stale_since(self) -> str | None:
+        """ISO time the shown snapshot was last known good, when the session is not connected."""
+        live = self.live
+        if live is None or live.status == "connected":
+            return None
+        return self.disconnected_at or live.last_good_at
+
+    def resync_notice(self) -> str | None:
+        """'Reconnected to ZooKeeper after 4 s: re-read the cluster at 03:00:05 UTC.' for a while after the
+        live view re-read everything on a reconnect; None otherwise."""
+        live = self.live
+        if live is None or live.status != "connected" or not live.resync_note or live.resynced_monotonic is None:
+            return None
+        if time.monotonic() - live.resynced_monotonic > RESYNC_NOTICE_SECONDS:
+            return None
+        note = live.resync_note[0].upper() + live.resync_note[1:]
+        return f"{note} at {hhmmss(live.resynced_at)}."
+
+
+def _stop_live(live: LiveCluster) -> None:
+    try:
+        live.stop()
+    finally:
+        try:
+            live.session.close()
+        except Exception:
+            pass
+
+
+def _describe(e: Exception, cluster: ClusterConfig) -> tuple[ErrorKind, KeelError]:
+    """What kind of failure `e` is, as a KeelError (anything else is wrapped, with its type named)."""
+    if isinstance(e, NoKafkaError):
+        return ErrorKind.NO_KAFKA, e
+    if isinstance(e, ZooKeeperUnreachableError):
+        return ErrorKind.UNREACHABLE, e
+    if isinstance(e, ZooKeeperAuthError):
+        return ErrorKind.AUTH, e
+    if isinstance(e, ConnectStringError):
+        return ErrorKind.CONFIG, ConnectStringError(f"clusters.{cluster.name}.zk: {e}")
+    if isinstance(e, KeelError):
+        return ErrorKind.ERROR, e
+    return ErrorKind.ERROR, KeelError(f"{type(e).__name__}: {e}")
+
+
