@@ -16,7 +16,7 @@ ZKPY          = $(if $(wildcard $(PY)),$(PY),$(PYTHON_BOOT))
 
 export ZK_PORT PORT RUN_DIR
 
-.PHONY: help venv deps zk-start zk-stop zk-status run test bench stop clean
+.PHONY: help venv deps zk-start zk-stop zk-status run kafka-fetch test bench stop clean
 
 help: ## list the targets
 	@echo "Keel — make targets:"
@@ -45,7 +45,10 @@ zk-status: ## is the local ZooKeeper running?
 run: venv deps ## sandbox cluster + controller emulator + dashboard on http://127.0.0.1:PORT (Ctrl-C stops all)
 	@scripts/run.sh
 
-test: venv deps ## the whole test suite (starts its own ZooKeeper on a free port)
+kafka-fetch: deps ## fetch Apache Kafka's jars (KAFKA_VERSION, default 3.9.1) from Maven Central into RUN_DIR/kafka
+	@scripts/kafka.sh fetch
+
+test: venv deps kafka-fetch ## the whole test suite (starts its own ZooKeeper on a free port, and real Kafka brokers)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: venv deps ## run every bench/*.py

@@ -137,8 +137,10 @@ def add_partitions_assignment(existing: Mapping[int, Sequence[int]], brokers: It
         raise AdminOperationError(f"Unexpected existing replica assignment for topic '{topic}', partition id 0 is "
                                   f"missing. Assignment: {dict(existing)}")
     if new_total - len(existing) <= 0:
-        raise InvalidPartitionsError(f"The number of partitions for a topic can only be increased. Topic {topic} "
-                                     f"currently has {len(existing)} partitions, {new_total} would not be an increase.")
+        # Kafka 3.9's messages (ZkAdminManager / AdminZkClient.createPartitions), checked against a real broker.
+        raise InvalidPartitionsError(f"Topic already has {len(existing)} partitions." if new_total == len(existing) else
+                                     f"Topic currently has {len(existing)} partitions, which is higher than the "
+                                     f"requested {new_total}.")
     pairs = sorted(_pairs(brokers), key=lambda pair: pair[0])
     # Kafka takes this index in the id-sorted list even when the rack-aware path then applies it to the
     # rack-alternated list; it also becomes the follower shift.

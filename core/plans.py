@@ -81,7 +81,7 @@ def parse_topics_to_move(text: str | bytes) -> tuple[str, ...]:
         raise PlanError("List of topics to reassign is empty", hint='expected {"topics":[{"topic":"t"}],"version":1}')
     repeated = _duplicates(topics)
     if repeated:
-        raise PlanError(f"List of topics to reassign contains duplicate entries: {','.join(repeated)}")
+        raise PlanError(f"List of topics to reassign contains duplicate entries: {listing(repeated)}")
     return tuple(topics)
 
 
@@ -110,12 +110,13 @@ def parse_reassignment(text: str | bytes) -> ReassignmentPlan:
     repeated = _duplicates((e.topic, e.partition) for e in entries)
     if repeated:
         raise PlanError("Partition reassignment contains duplicate topic partitions: "
-                        + ",".join(_tp(tp) for tp in repeated))
+                        + listing(_tp(tp) for tp in repeated))
     doubled = [(e, _duplicates(e.replicas)) for e in entries]
     doubled = [(e, d) for e, d in doubled if d]
     if doubled:
-        raise PlanError("Partition replica lists may not contain duplicate entries: " + ". ".join(
-            f"{e.topic}-{e.partition} contains multiple entries for {','.join(map(str, d))}" for e, d in doubled))
+        raise PlanError("Partition replica lists may not contain duplicate entries: " + listing(
+            (f"{e.topic}-{e.partition} contains multiple entries for {','.join(map(str, d))}" for e, d in doubled),
+            sep=". "))
     return ReassignmentPlan(tuple(entries))
 
 
@@ -129,10 +130,10 @@ def validate_reassignment(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> 
     missing = [(e.topic, e.partition) for e in plan.entries if (e.topic, e.partition) not in existing]
     if missing:
         raise PlanError("The proposed assignment contains non-existent partitions: "
-                        + ",".join(_tp(tp) for tp in sorted(missing)))
+                        + listing(_tp(tp) for tp in sorted(missing)))
     unknown = sorted({b for e in plan.entries for b in e.replicas} - snapshot.alive_broker_ids)
     if unknown:
-        raise PlanError("The proposed assignment contains non-existent brokerIDs: " + ",".join(map(str, unknown)))
+        raise PlanError("The proposed assignment contains non-existent brokerIDs: " + listing(map(str, unknown)))
     warnings = []
     if plan.log_dirs():
         warnings.append("log_dirs other than \"any\" are applied by the brokers' AlterReplicaLogDirs API, not through "
@@ -143,7 +144,7 @@ def validate_reassignment(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> 
         warnings.append(f"{len(resized)} partition(s) change replication factor, e.g. {_tp(resized[0])}")
     deleting = sorted({e.topic for e in plan.entries} & set(snapshot.in_progress.deletion))
     if deleting:
-        warnings.append(f"topic(s) queued for deletion: {','.join(deleting)}")
+        warnings.append(f"topic(s) queued for deletion: {listing(deleting)}")
     if snapshot.in_progress.reassignment:
         warnings.append(f"a reassignment of {len(snapshot.in_progress.reassignment)} partition(s) is in progress; "
                         "Kafka accepts a new one only after it completes")
@@ -167,7 +168,7 @@ def current_assignment(snapshot: ClusterSnapshot, partitions: Iterable[TopicPart
     missing = [tp for tp in wanted if tp not in existing]
     if missing:
         raise PlanError("The proposed assignment contains non-existent partitions: "
-                        + ",".join(_tp(tp) for tp in missing))
+                        + listing(_tp(tp) for tp in missing))
     return {tp: existing[tp] for tp in wanted}
 
 
@@ -210,7 +211,7 @@ def parse_election(text: str | bytes) -> tuple[TopicPartition, ...]:
     repeated = _duplicates(partitions)
     if repeated:
         raise PlanError("Preferred replica election data contains duplicate partitions: "
-                        + ",".join(_tp(tp) for tp in repeated))
+                        + listing(_tp(tp) for tp in repeated))
     return tuple(sorted(partitions))
 
 
@@ -284,8 +285,8 @@ def _reassignment_entry(item: Any, i: int) -> ReassignmentEntry:
             raise PlanError(f'{where}: "log_dirs" must be a list of strings, got {_short(dirs)}')
         if len(dirs) != len(replicas):
             # Kafka's message, with Java's list formatting.
-            raise PlanError(f"Size of replicas list [{', '.join(map(str, replicas))}] is different from size of "
-                            f"log dirs list [{', '.join(dirs)}] for partition {topic}-{partition}")
+            raise PlanError(f"Size of replicas list [{listing(replicas, ', ')}] is different from size of "
+                            f"log dirs list [{listing(dirs, ', ')}] for partition {topic}-{partition}")
         bad = [d for d in dirs if d != ANY_LOG_DIR and not d.startswith("/")]
         if bad:
             raise PlanError(f'{where}: log dir {bad[0]!r} must be "any" or an absolute path')
@@ -352,6 +353,16 @@ def _duplicates(items: Iterable[Any]) -> list[Any]:
 
 def _existing_partitions(snapshot: ClusterSnapshot) -> dict[TopicPartition, tuple[int, ...]]:
     return {(p.topic, p.partition): p.replicas for p in snapshot.partitions()}
+
+
+LISTED = 20  # items a message lists before it counts the rest: a 50 MB plan must not give a 12 MB message
+
+
+def listing(items: Iterable[Any], sep: str = ",", limit: int = LISTED) -> str:
+    """Kafka's comma-joined list in a message, cut after `limit` items: "a,b,c ... and 1,234 more"."""
+    items = [str(i) for i in items]
+    shown = sep.join(items[:limit])
+    return shown if len(items) <= limit else f"{shown} ... and {len(items) - limit:,} more"
 
 
 def _tp(tp: TopicPartition) -> str:

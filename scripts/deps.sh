@@ -3,17 +3,19 @@
 #   zookeeper             -> /usr/share/java/zookeeper.jar (the sandbox and test ZooKeeper server)
 #   default-jre-headless  -> java (ZooKeeper, PySpark)
 #   chromium chromium-driver -> headless browser for the end-to-end tests
+#   maven                 -> mvn (scripts/kafka.sh fetches Apache Kafka's jars from Maven Central)
 set -euo pipefail
 
 missing=()
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     missing+=(chromium chromium-driver)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "deps: system packages present (zookeeper, java, chromium, chromedriver)"
+    echo "deps: system packages present (zookeeper, java, maven, chromium, chromedriver)"
     exit 0
 fi
 

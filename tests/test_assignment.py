@@ -305,8 +305,8 @@ def test_add_partitions_must_grow():
     for new_total in (2, 3):
         with pytest.raises(InvalidPartitionsError) as e:
             add_partitions_assignment({0: [0], 1: [1], 2: [2]}, unracked(range(3)), new_total, topic="t")
-        assert str(e.value) == (f"The number of partitions for a topic can only be increased. Topic t currently has "
-                                f"3 partitions, {new_total} would not be an increase.")
+        assert str(e.value) == ("Topic already has 3 partitions." if new_total == 3 else
+                                f"Topic currently has 3 partitions, which is higher than the requested {new_total}.")
 
 
 def test_add_partitions_needs_partition_zero():  # AddPartitionsTest.testMissingPartition0

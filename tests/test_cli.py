@@ -44,9 +44,9 @@ def test_describe_health_flags_print_partition_lines_only(cluster, capsys):
     assert out.splitlines() == ["\tTopic: logs\tPartition: 0\tLeader: 4\tReplicas: 3,4\tIsr: 4",
                                 "\tTopic: orders\tPartition: 1\tLeader: 3\tReplicas: 2,3,1\tIsr: 3"]
     _, out, _ = run(capsys, "describe", "--zk", cluster, "--unavailable-partitions")
-    assert [l.split("\t")[1:3] for l in out.splitlines()] == [["Topic: logs", "Partition: 0"]]
+    assert [line.split("\t")[1:3] for line in out.splitlines()] == [["Topic: logs", "Partition: 0"]]
     _, out, _ = run(capsys, "describe", "--zk", cluster, "--under-min-isr-partitions")
-    assert [l.split("\t")[1:3] for l in out.splitlines()] == [["Topic: logs", "Partition: 0"],
+    assert [line.split("\t")[1:3] for line in out.splitlines()] == [["Topic: logs", "Partition: 0"],
                                                               ["Topic: orders", "Partition: 1"]]
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from core import zkformat as zf
 from core.cli import main
-from core.errors import CorruptZnodeError, KeelError, SnapshotFormatError
+from core.errors import KeelError, SnapshotFormatError
 from core.balance.sizes import MAX_LOG_DIRS_BYTES
 from core.model import MAX_SNAPSHOT_BYTES, ClusterSnapshot
 from core.plans import MAX_PLAN_BYTES

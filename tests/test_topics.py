@@ -93,13 +93,13 @@ def test_valid_topic_names(name):
 
 
 @pytest.mark.parametrize("name, expected", [
-    ("", "Topic name is illegal, it can't be empty"),
-    (".", 'Topic name cannot be "." or ".."'),
-    ("..", 'Topic name cannot be "." or ".."'),
-    ("x" * 250, "Topic name is illegal, it can't be longer than 249 characters, topic name: " + "x" * 250),
-    ("a b", "Topic name \"a b\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"),
-    ("a/b", "Topic name \"a/b\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"),
-    ("café", "Topic name \"café\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and "
+    ("", "Topic name is invalid: the empty string is not allowed"),
+    (".", "Topic name is invalid: '.' is not allowed"),
+    ("..", "Topic name is invalid: '..' is not allowed"),
+    ("x" * 250, f"Topic name is invalid: the length of '{'x' * 250}' is longer than the max allowed length 249"),
+    ("a b", "Topic name is invalid: 'a b' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"),
+    ("a/b", "Topic name is invalid: 'a/b' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"),
+    ("café", "Topic name is invalid: 'café' contains one or more characters other than ASCII alphanumerics, '.', '_' and "
              "'-'"),
 ])
 def test_invalid_topic_names(name, expected):
@@ -112,7 +112,7 @@ def test_name_length_counts_utf16_code_units_like_java():
     name = "a" * 248 + "\U0001F600"  # 249 Python characters, 250 Java chars: the length check fires first
     with pytest.raises(InvalidTopicError) as e:
         validate_topic_name(name)
-    assert message(e) == f"Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"
+    assert message(e) == f"Topic name is invalid: the length of '{name}' is longer than the max allowed length 249"
 
 
 def test_non_string_name():
@@ -671,7 +671,7 @@ def test_create_name_existence_collision_internal():
     snap = snapshot([0, 1], [topic("a_b", {0: [0]}), topic("old", {0: [1]})], deletion=["old", "gone"])
     with pytest.raises(InvalidTopicError) as e:
         draft_create_topic(snap, "bad name", 1, 1)
-    assert message(e).startswith('Topic name "bad name" is illegal')
+    assert message(e).startswith("Topic name is invalid: 'bad name' contains")
     with pytest.raises(TopicExistsError) as e:
         draft_create_topic(snap, "a_b", 1, 1)
     assert message(e) == "Topic 'a_b' already exists."
@@ -790,10 +790,8 @@ def test_add_partitions_kafka_vector_rf2_dead_broker_ignored():
 
 
 @pytest.mark.parametrize("new_total, expected", [
-    (2, "The number of partitions for a topic can only be increased. Topic t currently has 2 partitions, "
-        "2 would not be an increase."),
-    (1, "The number of partitions for a topic can only be increased. Topic t currently has 2 partitions, "
-        "1 would not be an increase."),
+    (2, "Topic already has 2 partitions."),
+    (1, "Topic currently has 2 partitions, which is higher than the requested 1."),
     (2 ** 31, "The partitions must be at most 2147483647"),
     (3.0, "The number of partitions must be an integer, got 3.0"),
 ])

@@ -64,10 +64,11 @@ def cmd_create_topic(args: argparse.Namespace) -> int:
     from core.cli.common import zk_session
     from core.cli.io import naming_problems
     from core.topics import draft_create_topic, kafka_topics_command
-    from core.zk.topic_admin import create_topic, live_state
+    from core.zk.topic_admin import create_topic, live_state, refuse_unreadable
 
     with zk_session(args) as session:
         snap, _ = live_state(session)
+        refuse_unreadable(snap, args.topic, f"create topic {args.topic}")
         with naming_problems(snap):
             draft = draft_create_topic(
                 snap, args.topic, partitions=args.partitions, replication_factor=args.replication_factor,
@@ -95,10 +96,11 @@ def cmd_add_partitions(args: argparse.Namespace) -> int:
     from core.cli.common import zk_session
     from core.cli.io import naming_problems
     from core.topics import draft_add_partitions
-    from core.zk.topic_admin import add_partitions, live_state
+    from core.zk.topic_admin import add_partitions, live_state, refuse_unreadable
 
     with zk_session(args) as session:
         snap, _ = live_state(session)
+        refuse_unreadable(snap, args.topic, f"add partitions to topic {args.topic}")
         with naming_problems(snap):
             draft = draft_add_partitions(snap, args.topic, args.partitions,
                                          replica_assignment=args.replica_assignment)
@@ -116,12 +118,13 @@ def cmd_add_partitions(args: argparse.Namespace) -> int:
 def cmd_alter_config(args: argparse.Namespace) -> int:
     from core.cli.common import zk_session
     from core.topics import draft_alter_config
-    from core.zk.topic_admin import alter_config, live_state
+    from core.zk.topic_admin import alter_config, live_state, refuse_unreadable
 
     sets = _config_pairs(args.add_config)
     deletes = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
     with zk_session(args) as session:
         snap, _ = live_state(session)
+        refuse_unreadable(snap, args.topic, f"alter the config of topic {args.topic}", config=True)
         draft = draft_alter_config(snap, args.topic, set=sets, delete=deletes)
         _show_risks(draft.risks, args.accept_risk)
         if args.dry_run:
@@ -140,10 +143,11 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
 def cmd_delete_topic(args: argparse.Namespace) -> int:
     from core.cli.common import zk_session
     from core.topics import draft_delete_topic
-    from core.zk.topic_admin import delete_topic, live_state
+    from core.zk.topic_admin import delete_topic, live_state, refuse_unreadable
 
     with zk_session(args) as session:
         snap, _ = live_state(session)
+        refuse_unreadable(snap, args.topic, f"delete topic {args.topic}")
         draft = draft_delete_topic(snap, args.topic)
         if args.dry_run:
             print(f"would mark {draft.name} for deletion ({draft.partitions} partitions, {draft.replicas} replicas)")

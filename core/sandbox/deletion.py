@@ -14,6 +14,8 @@ From kafka.controller.KafkaController.processTopicDeletion and kafka.controller.
 - once every replica is deleted: /brokers/topics/<t> with everything below it, /config/topics/<t>, then
   /admin/delete_topics/<t> are deleted;
 - while queued, a topic takes no part in leader elections (offline or preferred) nor reassignments.
+
+No I/O here: the emulator's handler (core.sandbox.admin_deletion) reads, calls these and writes conditionally.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ checkAndTriggerAutoLeaderRebalance, canPreferredReplicaBeLeader), kafka.controll
   included, partitions without a state not) / partitions it should lead; above
   leader.imbalance.per.broker.percentage, its partitions whose preferred replica can lead are elected,
   unless any reassignment is in progress. Topics queued for deletion are left out entirely.
+
+No I/O here: the emulator's handler (core.sandbox.admin_election) reads, calls these and writes conditionally.
 """
 
 from __future__ import annotations

@@ -213,6 +213,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _port_free(port: int) -> bool:
+    """Nothing listens on the port (a bind probe; TIME_WAIT leftovers of a stopped broker do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
 def _port_open(port: int) -> bool:
     try:
         with socket.create_connection((HOST, port), timeout=0.5):
@@ -508,6 +519,13 @@ class KafkaCluster:
                     "by processes that are not this cluster's", hint="another Kafka cluster (or Keel's sandbox) uses "
                     "that chroot: pick another chroot, or stop it first")
             cluster_id = self._cluster_id(session)
+        taken = {b.port for b in self.brokers}
+        for b in self.brokers:  # a stopped cluster's port may have been taken by something else meanwhile
+            if b.id not in mine and not _port_free(b.port):
+                b.port = _free_port()
+                while b.port in taken:
+                    b.port = _free_port()
+                taken.add(b.port)
         self._write_files()
         started = []
         for b in self.brokers:

@@ -13,13 +13,14 @@ ZooKeeper connect string. The brokers keep running until `down`.
 from __future__ import annotations
 
 import argparse
-import os
 
 from core.errors import KeelError
 
 
 def _default_dir() -> str:
-    return os.path.join(os.environ.get("RUN_DIR", ".run"), "kafka-cluster")
+    from core.sandbox.kafka import run_dir
+
+    return str(run_dir() / "kafka-cluster")
 
 
 def register(subparsers) -> None:

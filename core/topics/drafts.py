@@ -433,8 +433,10 @@ def draft_add_partitions(snapshot: ClusterSnapshot, name: str, new_total: int,
                                   "ids are not 0..n-1, so new partitions would overwrite existing ones",
                                   hint=f"repair /brokers/topics/{name} first")
     if count <= len(existing):
-        raise InvalidPartitionsError(f"The number of partitions for a topic can only be increased. Topic {name} "
-                                     f"currently has {len(existing)} partitions, {count} would not be an increase.")
+        # Kafka 3.9's messages (ZkAdminManager / AdminZkClient.createPartitions), checked against a real broker.
+        raise InvalidPartitionsError(f"Topic already has {len(existing)} partitions." if count == len(existing) else
+                                     f"Topic currently has {len(existing)} partitions, which is higher than the "
+                                     f"requested {count}.")
     if count > INT_MAX:
         raise InvalidPartitionsError(f"The partitions must be at most {INT_MAX}")
     alive = [b for b in snapshot.brokers if b.alive]

@@ -26,7 +26,8 @@ from core.errors import (
 )
 from core.model import ClusterSnapshot
 from core.store import Store
-from core.zk.reader import read_for_write, read_snapshot
+from core.plans import listing
+from core.zk.reader import read_for_write, read_snapshot, refuse_corrupt
 from core.zk.session import Op, ZkSession
 from core.zk.tree import ClusterTree
 
@@ -54,9 +55,27 @@ def _plan(session: ZkSession, **scope) -> tuple[ClusterSnapshot, Selection, Clus
     if snap.controller is not None and snap.controller.is_kraft:
         raise KRaftControllerError("A KRaft controller owns this cluster: elections through ZooKeeper would be "
                                    "ignored. Use kafka-leader-election.sh --bootstrap-server.")
+    unreadable = tree.problems.get(zf.PREFERRED_ELECTION)
+    if unreadable is not None:  # it exists: the controller may be working on it, whatever it says
+        raise ElectionInProgressError(
+            f"{zf.PREFERRED_ELECTION} exists but is unreadable ({unreadable}): a preferred replica leader election "
+            "may be in progress. Aborting operation",
+            hint="if no controller is acting on it, inspect the znode and delete it, then try again")
     if snap.in_progress.preferred_election:
         raise _in_progress_error(snap.in_progress.preferred_election)
-    return snap, select(snap, **scope), tree
+    action = "elect preferred leaders"
+    topics = ([scope["topic"]] if scope.get("topic") is not None
+              else sorted({str(t) for t, _ in scope["partitions"]}) if scope.get("partitions") is not None else [])
+    refuse_corrupt(snap, [zf.CONTROLLER, *(zf.topic_path(t) for t in topics)], action)
+    if scope.get("partitions") is not None:  # named here with a bounded list: a 50 MB file lists millions
+        existing = {(p.topic, p.partition) for p in snap.partitions()}
+        unknown = [f"{t}-{p}" for t, p in scope["partitions"] if (str(t), int(p)) not in existing]
+        if unknown:
+            raise ValidationError(f"The following partitions do not exist in the cluster: {listing(unknown, ', ')}")
+    selection = select(snap, **scope)
+    refuse_corrupt(snap, [*(zf.topic_path(t) for t in sorted({t for t, _ in selection.requested})),
+                          *(zf.state_path(t, p) for t, p in selection.requested)], action)
+    return snap, selection, tree
 
 
 def trigger(session: ZkSession, store: Store, *, cluster: str, actor: str | None = None, **scope) -> Triggered:

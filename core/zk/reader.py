@@ -8,10 +8,10 @@ exception, so one bad payload never hides the rest of the cluster.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 from core import zkformat as zf
-from core.errors import NoKafkaError
+from core.errors import CorruptZnodeError, NoKafkaError
 from core.model import ClusterSnapshot
 from core.zk.session import WatchFn, ZkSession
 from core.zk.tree import ClusterTree
@@ -109,3 +109,24 @@ def read_for_write(session: ZkSession, *, with_states: bool = True) -> tuple[Clu
     session.sync()
     tree = load_tree(session, ClusterTree(), with_states=with_states)
     return tree.build(source=str(session.target)), tree
+
+
+def refuse_corrupt(snapshot: ClusterSnapshot, paths: Iterable[str], action: str) -> None:
+    """Refuse a write computed from an unreadable znode, naming it.
+
+    A corrupt znode is left out of the snapshot (core.zk.tree), which is right for showing the cluster and
+    wrong for writing to it: a config rewritten from an unreadable one loses what it held, a reassignment of a
+    partition whose state is unreadable is one the controller cannot carry out, and an unreadable /controller
+    may hide a KRaft controller. `paths` are the znodes the write is computed from or acted on by; the first
+    unreadable one is named (with a count of the others), and nothing is written."""
+    wanted = set(paths)
+    found = [p for p in snapshot.problems if p.path in wanted]
+    if not found:
+        return
+    first = found[0]
+    err = CorruptZnodeError(first.path, first.error)
+    more = f" (and {len(found) - 1} more unreadable znode(s): {', '.join(p.path for p in found[1:4])}" \
+           f"{' ...' if len(found) > 4 else ''})" if len(found) > 1 else ""
+    err.message += f"{more}; refusing to {action}, which depends on it: nothing was written"
+    err.hint = "repair or delete the znode, then try again"
+    raise err

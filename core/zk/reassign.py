@@ -46,7 +46,7 @@ from core.plans import (  # noqa: F401  (re-exported: the statuses and throttle 
     validate_reassignment,
 )
 from core.store import Store
-from core.zk.reader import read_for_write
+from core.zk.reader import read_for_write, refuse_corrupt
 from core.zk.session import Op, ZkSession
 from core.zk.tree import ClusterTree
 
@@ -127,6 +127,13 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
     if session.exists(zf.REASSIGN):
         raise ReassignmentInProgressError(IN_PROGRESS, hint="verify it, and execute this plan once it completes")
     snap, tree = _live(session)
+    topics = sorted({e.topic for e in plan.entries})
+    read_from = [zf.CONTROLLER, *(zf.topic_path(t) for t in topics),
+                 *(zf.state_path(e.topic, e.partition) for e in plan.entries)]
+    if throttle is not None:  # the throttles rewrite these configs
+        read_from += [zf.topic_config_path(t) for t in topics]
+        read_from += [zf.broker_config_path(b.id) for b in snap.brokers]
+    refuse_corrupt(snap, read_from, "start a reassignment")
     warnings = [w for w in validate_reassignment(plan, snap) if "is in progress" not in w]
     rollback = rollback_for(plan, snap)
     moving = moving_partitions(plan, snap)

@@ -42,7 +42,7 @@ from core.topics import (
     draft_delete_topic,
     require_accepted,
 )
-from core.zk.reader import read_for_write
+from core.zk.reader import read_for_write, refuse_corrupt
 from core.zk.session import Op, ZkSession
 from core.zk.tree import ClusterTree
 
@@ -58,6 +58,19 @@ def live_state(session: ZkSession) -> tuple[ClusterSnapshot, ClusterTree]:
     """Brokers, topics, configs and /admin nodes as they are now (partition states are not needed),
     with the versions the write must check."""
     return read_for_write(session, with_states=False)
+
+
+def refuse_unreadable(snapshot: ClusterSnapshot, name: str, action: str, *, config: bool = False) -> None:
+    """Refuse a topic write that depends on an unreadable znode, naming it: /controller (it may hide a KRaft
+    controller), the topic's node when it is unreadable (the topic is then missing from the snapshot, and
+    "does not exist" would be wrong), and with `config` the topic's config node (rewriting it from an
+    unreadable one would drop whatever it holds)."""
+    paths = [zf.CONTROLLER]
+    if snapshot.topic(name) is None:
+        paths.append(zf.topic_path(name))
+    if config:
+        paths.append(zf.topic_config_path(name))
+    refuse_corrupt(snapshot, paths, action)
 
 
 def _changed_meanwhile(what: str) -> str:
@@ -118,6 +131,7 @@ def create_topic(session: ZkSession, store: Store, draft: CreateTopicDraft, *, c
 
     `accept_risks`: True, or the exact risk texts the operator confirmed (see CreateTopicDraft.risks)."""
     snap, tree = live_state(session)
+    refuse_unreadable(snap, draft.name, f"create topic {draft.name}")
     checked = draft_create_topic(snap, draft.name, config=draft.config, replica_assignment=draft.assignment)
     require_accepted(checked.risks, accept_risks)
     version, with_id = topic_node_version(tree)
@@ -146,6 +160,7 @@ def create_topic(session: ZkSession, store: Store, draft: CreateTopicDraft, *, c
 def add_partitions(session: ZkSession, store: Store, draft: AddPartitionsDraft, *, cluster: str,
                    actor: str | None = None) -> Applied:
     snap, tree = live_state(session)
+    refuse_unreadable(snap, draft.name, f"add partitions to topic {draft.name}")
     topic = snap.topic(draft.name)
     if topic is not None and len(topic.partitions) != draft.old_total:
         # The draft's new replicas were placed for the old count: re-placing them silently could change them.
@@ -173,6 +188,7 @@ def alter_config(session: ZkSession, store: Store, name: str, set: Mapping[str, 
                  accept_risks: bool | Sequence[str] = False) -> Applied:
     """kafka-configs --alter: the entity node, then the change notification the brokers listen to."""
     snap, tree = live_state(session)
+    refuse_unreadable(snap, name, f"alter the config of topic {name}", config=True)
     draft: AlterConfigDraft = draft_alter_config(snap, name, set=set, delete=delete)
     if not draft.changed:
         raise ValidationError(f"nothing to change: topic {name} already has that configuration")
@@ -196,6 +212,7 @@ def alter_config(session: ZkSession, store: Store, name: str, set: Mapping[str, 
 def delete_topic(session: ZkSession, store: Store, name: str, *, cluster: str,
                  actor: str | None = None) -> Applied:
     snap, tree = live_state(session)
+    refuse_unreadable(snap, name, f"delete topic {name}")
     draft: DeleteTopicDraft = draft_delete_topic(snap, name)
     # The topic must still be the one that was read (not deleted and re-created meanwhile).
     ops = [Op("check", zf.topic_path(name), version=tree.versions[zf.topic_path(name)]),

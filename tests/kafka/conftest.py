@@ -1,0 +1,88 @@
+"""One REAL ZooKeeper-mode Kafka cluster (3 brokers, racks rack-a..c, two log.dirs each) for the tests here.
+
+The cluster lives in a chroot of the session's ZooKeeper (tests/conftest.py `zk_server`) and is started once, on
+first use, by the package-scoped fixture `kafka`. Missing jars are fetched first (scripts/kafka.sh fetch); a failed
+fetch or a cluster that does not come up is an ERROR of every test here, never a skip. The only way to skip these
+tests is KEEL_SKIP_KAFKA=1, and then the reason is printed in the summary.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from core.sandbox import kafka as kafka_runner
+from core.zk.session import ZkSession
+from tests.kafka.realkafka import RealKafka
+
+HERE = Path(__file__).resolve().parent
+SKIP = os.environ.get("KEEL_SKIP_KAFKA", "").strip() == "1"
+SKIP_REASON = "KEEL_SKIP_KAFKA=1: the real-Kafka tests (tests/kafka) are skipped"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # kafka-python 3.0 loads its protocol schemas with importlib.resources' deprecated read_text
+    quiet = pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
+    skip = pytest.mark.skip(reason=SKIP_REASON)
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(quiet)
+            if SKIP:
+                item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if SKIP:
+        terminalreporter.write_line(SKIP_REASON, yellow=True, bold=True)
+
+
+@pytest.fixture(scope="package")
+def kafka(zk_server: str, tmp_path_factory: pytest.TempPathFactory):
+    """The running cluster with an Admin client and a ZooKeeper session on its chroot (see RealKafka).
+
+    Package scope: started once for tests/kafka and stopped when the last test here is done, so that three idle
+    JVMs do not sit through the rest of the suite."""
+    from kafka.admin import KafkaAdminClient
+
+    try:
+        kafka_runner.lib_dir()
+    except kafka_runner.KafkaNotFetchedError:
+        print(f"\nApache Kafka {kafka_runner.kafka_version()} is not fetched: running scripts/kafka.sh fetch",
+              file=sys.stderr)
+        kafka_runner.fetch()  # raises with mvn's own error: the tests then ERROR, they do not skip
+
+    base = tmp_path_factory.mktemp("kafka")
+    chroot = f"/kafka-{uuid.uuid4().hex[:8]}"
+    connect = f"{zk_server}{chroot}"
+    cluster = kafka_runner.KafkaCluster.create(base / "cluster", connect, brokers=3, detach=False)
+    atexit.register(cluster.stop)  # belt and braces if the session dies before teardown
+    started = time.monotonic()
+    cluster.start(timeout=120)
+    print(f"\nreal Kafka {cluster.version}: 3 brokers up in {time.monotonic() - started:.1f} s "
+          f"({cluster.bootstrap_servers}, {connect}, {cluster.dir})", file=sys.stderr)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="keel-tests",
+                             request_timeout_ms=20000)
+    zk = ZkSession.open(connect)
+    real = RealKafka(cluster=cluster, zk_connect=connect, admin=admin, zk=zk, store=base / "keel.sqlite")
+    try:
+        real.ensure_healthy()  # every broker in the Admin API's metadata too
+        yield real
+    finally:
+        try:
+            admin.close()
+        finally:
+            zk.close()
+            cluster.stop()
+
+
+@pytest.fixture
+def healthy(kafka: RealKafka) -> RealKafka:
+    """The cluster with every broker up and every ISR complete (a test before may have killed a broker)."""
+    kafka.ensure_healthy()
+    return kafka

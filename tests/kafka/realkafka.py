@@ -1,0 +1,247 @@
+"""Helpers of the real-Kafka tests: Keel's CLI in-process, Kafka's Admin API and TopicCommand, normalised views.
+
+Both sides of every comparison are reduced to plain data here, so that a test reads as "Keel's view == Kafka's".
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import re
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from core import zkformat as zf
+from core.model import ClusterSnapshot
+from core.sandbox.kafka import KafkaCluster
+from core.zk.reader import read_snapshot
+from core.zk.session import ZkSession
+
+T = TypeVar("T")
+FILTERS = ("--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions",
+           "--at-min-isr-partitions")
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+
+
+def kafka_uuid(text: str | None) -> str | None:
+    """kafka-python prints a topic id as a dashed UUID; Kafka (and ZooKeeper, and Keel) as URL-safe base64."""
+    if text is None:
+        return None
+    return base64.urlsafe_b64encode(uuid.UUID(text).bytes).decode().rstrip("=")
+
+
+def eventually(check: Callable[[], T], timeout: float = 20.0, interval: float = 0.25) -> T:
+    """Call `check` until it returns without an AssertionError; re-raise the last one after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(interval)
+
+
+@dataclass
+class RealKafka:
+    """The session's real cluster and the clients the tests use on it."""
+
+    cluster: KafkaCluster
+    zk_connect: str  # with the cluster's chroot
+    admin: object  # kafka.admin.KafkaAdminClient
+    zk: ZkSession
+    store: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap_servers
+
+    # --- Keel ------------------------------------------------------------------------------
+
+    def keel(self, *argv: str) -> tuple[int, str, str]:
+        """`python -m core ARGV` in-process (topic commands get --zk and --store); (exit code, stdout, stderr)."""
+        from core.cli import main
+
+        args = list(argv)
+        if args and args[0] in ("create-topic", "add-partitions", "alter-config", "delete-topic"):
+            args += ["--zk", self.zk_connect, "--store", str(self.store)]
+        elif args and args[0] in ("describe", "snapshot"):
+            args += ["--zk", self.zk_connect]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+        return code, out.getvalue(), err.getvalue()
+
+    def keel_ok(self, *argv: str) -> str:
+        code, out, err = self.keel(*argv)
+        assert code == 0, f"keel {' '.join(argv)} failed ({code}): {err}"
+        return out
+
+    def snapshot(self):
+        return read_snapshot(self.zk)
+
+    # --- Kafka -----------------------------------------------------------------------------
+
+    def topic_command(self, *args: str) -> str:
+        """Kafka's own kafka-topics (TopicCommand) against the cluster; its stdout. Fails the test on an error."""
+        proc = self.cluster.tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, *args)
+        assert proc.returncode == 0, f"TopicCommand {' '.join(args)} failed ({proc.returncode}): {proc.stderr}"
+        return proc.stdout
+
+    def kafka_topics(self) -> dict[str, dict]:
+        """The Admin API's metadata of every topic: {name: {"id", "partitions": {p: (leader, replicas, isr, epoch)},
+        "offline": {p: replicas}}}."""
+        out = {}
+        for t in self.admin.describe_topics():
+            assert t["error_code"] == 0, t
+            parts, offline = {}, {}
+            for p in t["partitions"]:
+                parts[p["partition_index"]] = (p["leader_id"], list(p["replica_nodes"]), list(p["isr_nodes"]),
+                                               p["leader_epoch"])
+                if p["offline_replicas"]:
+                    offline[p["partition_index"]] = sorted(p["offline_replicas"])
+            out[t["name"]] = {"id": kafka_uuid(t["topic_id"]), "partitions": parts, "offline": offline}
+        return out
+
+    def kafka_cluster(self) -> dict:
+        c = self.admin.describe_cluster()
+        return {"controller": c["controller_id"],
+                "brokers": {b["broker_id"]: (b["rack"], f"{b['host']}:{b['port']}") for b in c["brokers"]}}
+
+    def topic_configs(self, topic: str) -> dict[str, tuple[str, str]]:
+        """describe_configs of a topic: {key: (value, source)} for every key."""
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        res = self.admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all")
+        return self._configs(res, topic)
+
+    @staticmethod
+    def _configs(res, topic: str) -> dict[str, tuple[str, str]]:
+        # kafka-python 3.x: {"topic": {name: {key: {"value", "config_source", ...}}}}
+        entries = res["topic"][topic] if isinstance(res, dict) else res
+        return {k: (v["value"], v["config_source"]) for k, v in entries.items()}
+
+    # --- ZooKeeper -------------------------------------------------------------------------
+
+    def topic_znodes(self, topic: str) -> dict:
+        """What ZooKeeper holds for a topic: topic node, config node, partition states (decoded JSON)."""
+        self.zk.sync()
+        node = self.zk.get(zf.topic_path(topic))
+        config = self.zk.get(zf.topic_config_path(topic))
+        parts = sorted(int(p) for p in self.zk.children(zf.partitions_path(topic)) or ())
+        nodes = {p: self.zk.get(zf.state_path(topic, p)) for p in parts}  # a state may not be written yet
+        states = {p: json.loads(n.data) if n.exists else None for p, n in nodes.items()}
+        return {"topic": json.loads(node.data) if node.exists else None,
+                "config": json.loads(config.data) if config.exists else None,
+                "states": states}
+
+    def assignment(self, topic: str) -> dict[int, list[int]]:
+        """The topic node's partitions (what was written: by Keel, or by Kafka's admin path)."""
+        self.zk.sync()
+        node = self.zk.get(zf.topic_path(topic))
+        assert node.exists, f"{topic} has no topic node"
+        return {int(p): r for p, r in sorted(json.loads(node.data)["partitions"].items(), key=lambda i: int(i[0]))}
+
+    def wait_online(self, topic: str, partitions: int, timeout: float = 20.0) -> dict:
+        """Until the controller has written a state with a leader for each of the topic's `partitions`."""
+
+        def check() -> dict:
+            znodes = self.topic_znodes(topic)
+            states = znodes["states"]
+            assert len(states) == partitions and all(s and s["leader"] >= 0 for s in states.values()), states
+            return znodes
+
+        return eventually(check, timeout=timeout)
+
+    def log_folders(self, topic: str) -> list[str]:
+        """Every folder of the topic in every broker's log.dirs, including ones renamed for deletion."""
+        pattern = re.compile(rf"^{re.escape(topic)}-\d+($|\.)")
+        found = []
+        for b in self.cluster.broker_ids:
+            for d in self.cluster.log_dirs(b):
+                found += [str(p) for p in d.iterdir() if pattern.match(p.name)] if d.is_dir() else []
+        return sorted(found)
+
+    def ensure_healthy(self, timeout: float = 60.0) -> None:
+        """Every broker running and registered, and every partition's ISR complete (after a kill test)."""
+        for b in self.cluster.broker_ids:
+            if not self.cluster.is_alive(b):
+                self.cluster.start_broker(b)
+
+        def full() -> None:
+            snap = self.snapshot()
+            assert all(b.alive for b in snap.brokers), [b.id for b in snap.brokers if not b.alive]
+            short = [(p.topic, p.partition) for t in snap.topics for p in t.partitions if set(p.isr) != set(p.replicas)]
+            assert not short, f"ISR not complete yet: {short}"
+            assert len(self.kafka_cluster()["brokers"]) == len(self.cluster.brokers)
+
+        eventually(full, timeout=timeout, interval=0.5)
+
+
+def describe_lines(text: str) -> list[str]:
+    """kafka-topics --describe text, without the ELR columns Kafka 3.7+ appends (ZooKeeper mode has no ELR)."""
+    return [re.sub(r"\tElr: [^\t]*\tLastKnownElr: [^\t]*$", "", line) for line in text.splitlines() if line.strip()]
+
+
+def without_configs(lines: list[str]) -> list[str]:
+    """Topic lines with their Configs column cut (compared separately: Kafka's also lists broker-level settings)."""
+    return [re.sub(r"\tConfigs: .*$", "\tConfigs: ...", line) if line.startswith("Topic: ") else line for line in lines]
+
+
+def _topic_of(line: str) -> str:
+    m = re.match(r"^\t?Topic: ([^\t]*)", line)
+    assert m, line
+    return m[1]
+
+
+def by_topic(lines: list[str]) -> list[str]:
+    """The lines ordered by topic name, each topic's lines in their own order. Kafka's TopicCommand prints topics
+    in the order of a Java HashMap (its describeTopics result), Keel by name: same lines, another order."""
+    groups: dict[str, list[str]] = {}
+    for line in lines:
+        groups.setdefault(_topic_of(line), []).append(line)
+    return [line for name in sorted(groups) for line in groups[name]]
+
+
+def keel_view(snap: ClusterSnapshot) -> dict:
+    return {
+        "cluster_id": snap.cluster_id,
+        "controller": snap.controller.broker_id if snap.controller else None,
+        "brokers": {b.id: (b.rack, f"{b.host}:{b.port}") for b in snap.brokers if b.alive},
+        "topics": {t.name: {"id": t.topic_id,
+                            "partitions": {p.partition: (p.leader, list(p.replicas), list(p.isr), p.leader_epoch)
+                                           for p in t.partitions},
+                            "offline": {p.partition: sorted(set(p.replicas) - snap.alive_broker_ids)
+                                        for p in t.partitions if set(p.replicas) - snap.alive_broker_ids}}
+                   for t in snap.topics},
+    }
+
+
+def kafka_view(kafka: RealKafka) -> dict:
+    cluster = kafka.kafka_cluster()
+    return {"cluster_id": kafka.admin.describe_cluster()["cluster_id"], **cluster, "topics": kafka.kafka_topics()}
+
+
+def assert_snapshot_matches_kafka(kafka: RealKafka, read=None) -> ClusterSnapshot:
+    """Keel's snapshot == the Admin API's metadata (retried while the brokers' metadata catches up with ZooKeeper)."""
+    read = read or kafka.snapshot
+
+    def check() -> ClusterSnapshot:
+        snap = read()
+        assert keel_view(snap) == kafka_view(kafka)
+        return snap
+
+    return eventually(check, timeout=15)
+
+
+def run_filters(kafka: RealKafka) -> dict[str, tuple[list[str], list[str]]]:
+    """{flag: (Keel's lines, TopicCommand's lines)}; Kafka's four JVMs run in parallel."""
+    with ThreadPoolExecutor(len(FILTERS)) as pool:
+        theirs = dict(zip(FILTERS, pool.map(lambda f: describe_lines(kafka.topic_command("--describe", f)), FILTERS)))
+    return {f: (describe_lines(kafka.keel_ok("describe", f)), theirs[f]) for f in FILTERS}
