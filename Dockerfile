@@ -27,8 +27,9 @@ RUN python -m venv .venv \
     && touch .venv/.installed
 
 COPY . .
-# COPY may have given requirements.txt a newer mtime than the stamp; the install above used this exact file.
-RUN touch .venv/.installed
+# Keel itself, editable and without dependencies (the `keel` command); then the stamp `make venv` checks, since
+# COPY may have given requirements.txt a newer mtime than the install above, which used this exact file.
+RUN .venv/bin/pip install --no-deps -e . && touch .venv/.installed
 
 EXPOSE 8501
 

@@ -16,18 +16,21 @@ ZKPY          = $(if $(wildcard $(PY)),$(PY),$(PYTHON_BOOT))
 
 export ZK_PORT PORT RUN_DIR
 
-.PHONY: help venv deps zk-start zk-stop zk-status run kafka-fetch test bench stop clean
+.PHONY: help venv deps zk-start zk-stop zk-status run kafka-fetch lint test bench stop clean
 
 help: ## list the targets
 	@echo "Keel — make targets:"
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 	@echo "Variables: ZK_PORT=$(ZK_PORT) PORT=$(PORT) KEEL_CONFIG=$${KEEL_CONFIG:-keel.toml}"
 
-venv: $(VENV)/.installed ## create .venv and install requirements.txt (only when it changed)
+venv: $(VENV)/.installed ## create .venv, install requirements.txt and Keel itself (the `keel` command)
 
-$(VENV)/.installed: requirements.txt
+# The pinned set first, then this package editable and without dependencies: `.venv/bin/keel` is `python -m core`,
+# and `core` / `dashboard` import from anywhere (streamlit, bench scripts, spark-submit on this machine).
+$(VENV)/.installed: requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
 	@touch $@
 
 deps: ## install missing system packages (zookeeper, a JRE, chromium + chromedriver)
@@ -48,13 +51,16 @@ run: venv deps ## sandbox cluster + controller emulator + dashboard on http://12
 kafka-fetch: deps ## fetch Apache Kafka's jars (KAFKA_VERSION, default 3.9.1) from Maven Central into RUN_DIR/kafka
 	@scripts/kafka.sh fetch
 
-test: venv deps kafka-fetch ## the whole test suite (starts its own ZooKeeper on a free port, and real Kafka brokers)
+lint: venv ## ruff check (settings in pyproject.toml)
+	$(VENV)/bin/ruff check .
+
+test: venv deps kafka-fetch lint ## ruff, then the whole suite (its own ZooKeeper on a free port, real Kafka brokers)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: venv deps ## run every bench/*.py
 	@set -e; for f in bench/*.py; do \
 		[ -e "$$f" ] || { echo "no benchmarks in bench/"; break; }; \
-		echo "== $$f"; PYTHONPATH="$(CURDIR)" $(PY) "$$f"; \
+		echo "== $$f"; $(PY) "$$f"; \
 	done
 
 stop: ## stop the controller and ZooKeeper started by make run

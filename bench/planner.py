@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from core.assignment import assign_replicas  # noqa: E402
 from core.balance import STRATEGIES, PlanRequest, PlanResult  # noqa: E402

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core import zkformat as zf  # noqa: E402
 from core.zk.reader import read_snapshot  # noqa: E402
