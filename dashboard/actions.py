@@ -10,7 +10,7 @@ The pattern a page follows:
   the write uses exactly the draft the operator looked at (the engine re-validates it against live state);
 * `show(...)` draws the stored result on the next run.
 
-Nothing here imports kazoo: writes go through core.zk.* with the connection's session (state.Connection).
+Nothing here imports kazoo: writes go through core.zk.* with the connection's session (frame.Connection).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from core.errors import KeelError, PermissionDeniedError
 from core.model import ClusterSnapshot
 from core.store import Store, default_actor
 from core.topics import TOPIC_CONFIGS
-from dashboard import state
+from dashboard import frame
 from dashboard.text import md, md_text
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, sco
     drawn: an instance switched to read-only refuses a click on a page that was open before."""
     try:
         require_operator(cfg, action)
-        now = state.config()
+        now = frame.config()
         if isinstance(now, KeelError):
             raise now
         require_operator(now, action)

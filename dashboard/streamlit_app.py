@@ -1,23 +1,19 @@
 """Keel's entry point: `streamlit run dashboard/streamlit_app.py`.
 
 The router: `st.navigation` over the pages, and the frame every page shares in the sidebar
-(cluster picker from keel.toml, role / read-only badge, live connection status).
+(cluster picker from keel.toml, role / read-only badge, live connection status; dashboard.frame).
+Pages live in views/ (one file each) or, for a feature with its own helpers, in its package (reassign/, fleet/);
+their `page.py` files get an explicit url_path (the inferred one would be "page" for both).
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import streamlit as st  # Keel is installed into the venv (make venv), so `core` imports wherever streamlit runs
 
-_ROOT = Path(__file__).resolve().parents[1]
-if str(_ROOT) not in sys.path:  # `streamlit run` puts only dashboard/ on sys.path
-    sys.path.insert(0, str(_ROOT))
 
-import streamlit as st  # noqa: E402
-
-from core.config import ConfigError, can_act  # noqa: E402
-from dashboard import state  # noqa: E402
-from dashboard.text import md  # noqa: E402
+from core.config import ConfigError, can_act
+from dashboard import frame
+from dashboard.text import md, md_text
 
 st.set_page_config(page_title="Keel", page_icon=":material/anchor:", layout="wide")
 
@@ -30,24 +26,24 @@ PAGES = {
     ],
     "Change": [
         st.Page("views/create_topic.py", title="Create topic", icon=":material/add_circle:"),
-        st.Page("views/reassign.py", title="Reassign", icon=":material/swap_horiz:"),
+        st.Page("reassign/page.py", title="Reassign", icon=":material/swap_horiz:", url_path="reassign"),
         st.Page("views/history.py", title="History", icon=":material/history:"),
     ],
     "Fleet": [
-        FLEET := st.Page("views/fleet.py", title="Fleet heatmaps", icon=":material/grid_view:"),
+        FLEET := st.Page("fleet/page.py", title="Fleet heatmaps", icon=":material/grid_view:", url_path="fleet"),
     ],
 }
 page = st.navigation(PAGES)
 needs_cluster = page is not FLEET  # the Fleet page reads a fleet store, not a live cluster
 
-cfg = state.config()
+cfg = frame.config()
 
 if isinstance(cfg, ConfigError):
     with st.sidebar:
         st.markdown("## :material/anchor: Keel")
         st.error("Configuration error", icon=":material/settings_alert:")
     st.title("Keel", anchor=False)
-    st.error(str(cfg), icon=":material/settings_alert:")
+    st.error(md_text(cfg), icon=":material/settings_alert:")
     if not needs_cluster:
         page.run()
     st.stop()
@@ -56,10 +52,10 @@ with st.sidebar:
     st.markdown("## :material/anchor: Keel")
     names = list(cfg.clusters)
     wanted = st.query_params.get("cluster")
-    if state.CLUSTER_KEY not in st.session_state and wanted in cfg.clusters:
-        st.session_state[state.CLUSTER_KEY] = wanted
+    if frame.CLUSTER_KEY not in st.session_state and wanted in cfg.clusters:
+        st.session_state[frame.CLUSTER_KEY] = wanted
     choice = st.selectbox(
-        "Cluster", names, key=state.CLUSTER_KEY,
+        "Cluster", names, key=frame.CLUSTER_KEY,
         format_func=lambda n: n if not cfg.clusters[n].description else f"{n} — {cfg.clusters[n].description}",
         help=f"Clusters configured in {cfg.path}",
     )
@@ -75,22 +71,22 @@ with st.sidebar:
                                                      else "the viewer role cannot change the cluster."))
     status_box = st.empty()
 
-conn = state.connection(cluster)
+conn = frame.connection(cluster)
 if conn.snapshot() is None:
     status_box.markdown(f"**Connection**  \n:gray[●] Connecting to `{cluster.name}`…")
 conn.ensure()  # a failed connect is retried at once on every full rerun
 if needs_cluster:
-    state.wait_for_first_snapshot(conn)  # progress in the main area; bounded by connect_timeout
+    frame.wait_for_first_snapshot(conn)  # progress in the main area; bounded by connect_timeout
 
 
-@st.fragment(run_every=state.REFRESH_SECONDS)
+@st.fragment(run_every=frame.REFRESH_SECONDS)
 def connection_status() -> None:
-    conn.ensure(retry_after=state.RETRY_SECONDS)
-    color, text = state.status_line(conn)
+    conn.ensure(retry_after=frame.RETRY_SECONDS)
+    color, text = frame.status_line(conn)
     st.markdown(f"**Connection**  \n:{color}[●] {text}")
     snap = conn.snapshot()
     if snap is not None:
-        st.caption(f"Last change {state.hhmmss(snap.captured_at)}"
+        st.caption(f"Last change {frame.hhmmss(snap.captured_at)}"
                    + (f" · cluster id {md(snap.cluster_id)}" if snap.cluster_id else ""))  # ZooKeeper's, not ours
 
 

@@ -23,7 +23,7 @@ from core.model import NO_LEADER, ClusterSnapshot
 from core.sandbox import zkserver
 from core.sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.session import ZkSession
-from dashboard import state
+from dashboard import frame
 from dashboard.text import unescape
 from tests.sandbox_helpers import Sandbox, running_sandbox, wait_until
 
@@ -70,13 +70,13 @@ def write_config(tmp_path, monkeypatch, clusters: dict[str, dict], *, role="oper
 def app(cluster: str | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=RUN_TIMEOUT)
     if cluster is not None:
-        at.session_state[state.CLUSTER_KEY] = cluster
+        at.session_state[frame.CLUSTER_KEY] = cluster
     return at
 
 
-def live_connection(name: str) -> state.Connection:
+def live_connection(name: str) -> frame.Connection:
     """The Connection the app uses for cluster `name` (st.cache_resource is shared with the test)."""
-    return state.connection(load_config().clusters[name])
+    return frame.connection(load_config().clusters[name])
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -96,7 +96,7 @@ def table_with(at: AppTest, column: str, kind: str = "table"):
     raise AssertionError(f"no {kind} with a {column!r} column; have {[list(t.value.columns) for t in getattr(at, kind)]}")
 
 
-def settle(sb: Sandbox, conn: state.Connection, predicate) -> ClusterSnapshot:
+def settle(sb: Sandbox, conn: frame.Connection, predicate) -> ClusterSnapshot:
     """Wait until the emulator is idle and the app's live view agrees with ZooKeeper on `predicate`."""
     sb.emulator.wait_idle(10)
     wait_until(lambda: conn.live is not None and predicate(conn.snapshot()), timeout=15, message="live view")
@@ -219,7 +219,7 @@ def test_topics_list_filter_and_partitions(demo, zk_connect, tmp_path, monkeypat
     at.switch_page("views/topics.py").run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Topics"
-    assert at.sidebar.selectbox(key=state.CLUSTER_KEY).value == "demo"  # the router's frame, on a rerun
+    assert at.sidebar.selectbox(key=frame.CLUSTER_KEY).value == "demo"  # the router's frame, on a rerun
 
     listing = table_with(at, "Topic", "dataframe")
     assert list(listing["Topic"]) == [t.name for t in snap.topics]
@@ -376,9 +376,9 @@ def test_second_cluster_is_picked_from_session_state(demo, zk_connect, zk_server
     assert "No Kafka cluster" not in texts(at.error)
     assert metrics(at)["Controller"].startswith("broker ")
     # and through the sidebar picker
-    at.sidebar.selectbox(key=state.CLUSTER_KEY).select("other").run()
+    at.sidebar.selectbox(key=frame.CLUSTER_KEY).select("other").run()
     assert "No Kafka cluster" in texts(at.error)
-    at.sidebar.selectbox(key=state.CLUSTER_KEY).select("demo").run()
+    at.sidebar.selectbox(key=frame.CLUSTER_KEY).select("demo").run()
     assert "No Kafka cluster" not in texts(at.error) and "Live" in texts(at.sidebar.markdown)
 
 
@@ -408,7 +408,7 @@ def test_zookeeper_outage_keeps_last_snapshot_and_recovers(tmp_path, monkeypatch
         assert not at.exception, at.exception
         warn = texts(at.warning)
         assert "ZooKeeper unreachable" in warn and "last good snapshot" in warn
-        assert state.hhmmss(conn.stale_since()) in warn
+        assert frame.hhmmss(conn.stale_since()) in warn
         assert list(table_with(at, "Broker")["Broker"]) == brokers_before  # still drawn
 
         server = zkserver.start(port, data, timeout=60, detach=False)

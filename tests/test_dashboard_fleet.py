@@ -20,17 +20,22 @@ import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
 
 from core.fleet import spark as fleet_spark
 from core.fleet.generate import FleetSpec, generate_fleet
 from core.fleet.outputs import read_broker_metrics, read_cluster_scores, read_manifest, read_topic_broker
 from core.fleet.schema import check_store
 from core.fleet.errors import FleetInputError
-from dashboard import fleet_charts, fleet_job, state
+from dashboard import frame
+from dashboard.fleet import charts as fleet_charts
+from dashboard.fleet import job as fleet_job
+from dashboard.text import unescape
 from tests.spark_helpers import LOCAL_MASTER, free_port, spark  # noqa: F401
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "streamlit_app.py")
-PAGE = "views/fleet.py"
+PAGE = "fleet/page.py"
+URL_PATH = "fleet"  # the st.Page url_path the router gives it
 RUN_TIMEOUT = 240  # one AppTest run that waits for a Spark job (a cold JVM on a 2-core machine is slow)
 TINY = FleetSpec(clusters=4, seed=5, partitions_total=1_200, max_partitions=600, min_brokers=3, max_brokers=12)
 RANKING = ["rank", "cluster", "imbalance_score", "brokers", "partitions", "replica_cv", "leader_cv",
@@ -57,13 +62,18 @@ def write_config(path: Path, clusters: list[str]) -> Path:
 
 
 def app() -> AppTest:
+    """The Fleet page opened directly, as a browser at /fleet opens it: not through the Overview, whose cluster may
+    be slow to connect. AppTest maps a page file to its st.Page url_path only after a first run, so the first run
+    asks for the page by the hash of its url_path (what Streamlit routes on), checked against the file afterwards."""
     at = AppTest.from_file(APP, default_timeout=RUN_TIMEOUT)
-    at.switch_page(PAGE)
-    return at.run()
+    at._page_hash = calc_hash(URL_PATH)
+    at.run()
+    assert at.switch_page(PAGE)._page_hash == calc_hash(URL_PATH), "the router's url_path of the Fleet page"
+    return at
 
 
 def errors(at: AppTest) -> str:
-    return "\n".join(str(e.value) for e in at.error)
+    return "\n".join(unescape(str(e.value)) for e in at.error)  # messages are escaped for markdown
 
 
 def texts(elements) -> str:
@@ -211,7 +221,7 @@ def test_choosing_a_cluster_redraws_its_heatmaps(ranked):
 
 def test_open_a_configured_cluster_in_overview(ranked):
     at = app()
-    assert at.session_state[state.CLUSTER_KEY] == OTHER  # the router's default
+    assert at.session_state[frame.CLUSTER_KEY] == OTHER  # the router's default
     fleet_only = next(c for c in read_cluster_scores(ranked.out)["cluster"] if c != ranked.configured)
     at.selectbox(key="fleet_cluster").set_value(fleet_only).run()
     assert not _has_button(at, "fleet_open_overview")
@@ -222,7 +232,7 @@ def test_open_a_configured_cluster_in_overview(ranked):
     assert button.label == f"Open {ranked.configured} in Overview"
     button.click().run()
     assert not at.exception, at.exception
-    assert at.session_state[state.CLUSTER_KEY] == ranked.configured
+    assert at.session_state[frame.CLUSTER_KEY] == ranked.configured
     assert at.sidebar.selectbox[0].value == ranked.configured
     assert at.title[0].value == ranked.configured  # the Overview's title is the selected cluster
     assert not _has_button(at, "fleet_run")  # we left the Fleet page

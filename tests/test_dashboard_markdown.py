@@ -23,7 +23,8 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from dashboard import charts, fleet_charts
+from dashboard import charts
+from dashboard.fleet import charts as fleet_charts
 from dashboard.text import md, md_text, unescape
 from tests.test_dashboard_actions import by_prefix, set_config_rows, store  # noqa: F401  (store: fixture)
 from tests.test_dashboard_apptest import (  # noqa: F401  (fresh_connections: autouse fixture)
@@ -260,7 +261,7 @@ def test_cluster_values_are_text_on_every_page(cluster, zk_connect, tmp_path, mo
     assert "&lt;b&gt;bold-rack&lt;/b&gt;" in legends and v["rack"].replace("&", "&amp;") in legends
 
     # Reassign: the topic in the plan's labels and heatmaps
-    at.switch_page("views/reassign.py").run()
+    at.switch_page("reassign/page.py").run()
     at.radio(key="ra_goal").set_value("Change replication factor").run()
     at.multiselect(key="ra_rf_topics").select(TOPIC).run()
     at.number_input(key="ra_rf").set_value(2).run()

@@ -4,7 +4,7 @@ The sandbox's controller emulator executes the reassignments in-process; its cop
 / follower throttle), so a 1 MB/s throttle (1 MB partitions) keeps a reassignment running for about a second: long
 enough to read the node the page wrote, short enough for bounded waits. The refusal of a second reassignment uses a
 hand-written tree with no controller, so the first node stays put. Every refusal compares a dump of the tree before
-and after. The pure helpers of dashboard/reassign_state.py are tested in test_reassign_state.py.
+and after. The pure helpers of dashboard/reassign/plan_view.py are tested in test_reassign_state.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from core.sandbox.controller import ControllerEmulator
 from core.sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.reassign import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED
 from core.zk.session import ZkSession
-from dashboard import reassign_state as rs
+from dashboard.reassign import plan_view as rs
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 from tests.sandbox_helpers import Sandbox, wait_until
 from tests.test_dashboard_actions import (  # noqa: F401  (store: fixture; fresh_connections: autouse fixture)
@@ -45,7 +45,7 @@ from tests.test_dashboard_apptest import (  # noqa: F401
     write_config,
 )
 
-PAGE = "views/reassign.py"
+PAGE = "reassign/page.py"
 SPEC = SandboxSpec(brokers=5, racks=3, topics=6, seed=5)
 SLOW_MB = 1.0  # MB/s: a default 1 MB partition copies in ~1 s under it
 
@@ -372,6 +372,69 @@ def test_sizes_and_waves_execute_one_wave_at_a_time(quick, zk_connect, tmp_path,
     assert f"Wave 2 of {len(waves)} started" in texts(at.success)
     assert [(t, p) for t, p, _ in node_entries(quick.session)] == sorted(waves[1])
     rerun_until(at, panel_complete, message="wave 2 to complete")
+
+
+def test_a_topic_deleted_meanwhile_is_gone_and_verify_removes_the_throttles(zk_connect, tmp_path, monkeypatch, store):
+    """No controller: the test plays it. "keep" reaches its target, "doomed" is deleted (its partitions dropped from
+    the node, as Kafka's controller does): the panel counts them as gone, not as waiting, and Verify finishes."""
+    with ZkSession.open(zk_connect) as s:
+        write_cluster(s, {1: "r1", 2: "r2", 3: "r3"}, controller=1)
+        write_topic(s, "keep", {0: [1, 2]})
+        write_topic(s, "doomed", {0: [1, 2], 1: [2, 1]})
+        write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
+        at = app().run()
+        at.switch_page(PAGE).run()
+        at.radio(key="ra_goal").set_value(rs.GOAL_IMPORT).run()
+        at.text_area(key="ra_import_text").input(_doc([("keep", 0, [3, 2]), ("doomed", 0, [3, 1]),
+                                                       ("doomed", 1, [1, 3])]))
+        at.number_input(key="ra_throttle").set_value(SLOW_MB).run()
+        ok(at)
+        assert not at.error, errors(at)
+        by_prefix(at.checkbox, "ra_confirm_").check().run()
+        at.button(key="ra_execute").click().run()
+        ok(at)
+        assert not at.error, errors(at)
+        assert throttle_configs(s) and metrics(at)["In progress"] == "3" and "Gone" not in metrics(at)
+        at.text_area(key="ra_import_text").input("").run()  # the document would name a topic that no longer exists
+
+        # as the controller: "keep" completes, "doomed" is deleted, nothing is left in the node
+        keep = zf.decode_topic("keep", s.get(zf.topic_path("keep")).data)
+        s.set(zf.topic_path("keep"), zf.encode_topic({0: [3, 2]}, topic_id=keep.topic_id))
+        s.delete(zf.topic_path("doomed"), recursive=True)
+        s.delete(zf.topic_config_path("doomed"))
+        s.delete(zf.REASSIGN)
+
+        rerun_until(at, lambda a: metrics(a).get("Gone") == "2" and metrics(a)["In progress"] == "0",
+                    message="the panel to count the deleted topic")
+        m = metrics(at)
+        assert (m["Complete"], m["In progress"], m["Not at target"]) == ("1", "0", "0")
+        assert "Complete: every partition is at its target or gone. Verify" in texts(at.success)
+        assert "2 partition(s) belong to topics that no longer exist" in texts(at.caption)
+        status = next(t.value for t in at.dataframe if "Status" in t.value.columns)
+        assert dict(zip(status["Topic"] + "-" + status["Partition"].astype(str), status["Status"])) == {
+            "keep-0": "complete", "doomed-0": "gone", "doomed-1": "gone"}
+        assert throttle_configs(s)  # still throttled until verified
+
+        at.button(key="ra_verify").click().run()
+        ok(at)
+        assert not at.error, errors(at)
+        done = texts(at.success)
+        assert "Verified: all 3 partition(s) are finished: 1 at their target, 2 gone" in done, done
+        assert "Throttles removed" in done and "Complete and verified" in done
+        assert throttle_configs(s) == {}  # the brokers' rates and the remaining topic's lists
+        assert [a.kind for a in store.actions("demo")] == ["remove-throttles", "reassignment"]
+
+        # picked up again from the audit store (as after a reload): the same counts
+        at.button(key="ra_dismiss").click().run()
+        assert not [b for b in at.button if b.key == "ra_verify"]
+        [action] = store.actions("demo", kind="reassignment")
+        assert at.selectbox(key="ra_follow_id").value == action.id
+        at.button(key="ra_follow").click().run()
+        ok(at)
+        assert f"Action #{action.id}" in texts(at.markdown)
+        m = metrics(at)
+        assert (m["Complete"], m["Gone"], m["In progress"]) == ("1", "2", "0")
+        assert at.button(key="ra_rollback")  # the stored rollback was read
 
 
 # --- import -------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The Reassign page's pure helpers (dashboard/reassign_state.py): requests, imported plans, the cluster as it will
+"""The Reassign page's pure helpers (dashboard/reassign/plan_view.py): requests, imported plans, the cluster as it will
 be once a running reassignment completes, the heatmap folding, waves and the time estimate. No ZooKeeper, no
 Streamlit: the page's AppTests (tests/test_dashboard_reassign.py) cover the drawing."""
 
@@ -12,7 +12,7 @@ import pytest
 from core.balance import STRATEGIES, PlanRequest
 from core.errors import PlanError
 from core.model import InProgress, TopicPartitionReplicas
-from dashboard import reassign_state as rs
+from dashboard.reassign import plan_view as rs
 from tests.test_balance import snapshot
 
 RACKS = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}

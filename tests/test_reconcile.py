@@ -130,7 +130,7 @@ def test_the_next_cli_run_settles_what_killed_runs_left_pending(tree, zk_connect
 
 
 def test_the_dashboard_settles_pending_rows_when_it_connects(tree, zk_connect, store, monkeypatch):
-    from dashboard import state
+    from dashboard import frame
 
     monkeypatch.setattr(faults, "pause", raise_at("after-multi"))
     with pytest.raises(Killed):
@@ -139,7 +139,7 @@ def test_the_dashboard_settles_pending_rows_when_it_connects(tree, zk_connect, s
     [row] = store.pending("prod")
     backdate(store, row.id)
     monkeypatch.setenv("KEEL_STORE", str(store.path))
-    conn = state.Connection(ClusterConfig(name="prod", zk=zk_connect))
+    conn = frame.Connection(ClusterConfig(name="prod", zk=zk_connect))
     try:
         conn.ensure()
         wait_until(lambda: conn.phase in ("ready", "failed"), timeout=30, message="the dashboard's connection")

@@ -5,7 +5,7 @@ watches with the connection, and a restarted server restores its sessions from i
 after a restart or a stall the session usually survives while every watch is gone. Each test therefore
 checks that something that changed during or after the outage shows up within seconds:
 
-- the live view (core.zk.watcher.LiveCluster) and the dashboard's Connection (dashboard/state.py): a topic
+- the live view (core.zk.watcher.LiveCluster) and the dashboard's Connection (dashboard/frame.py): a topic
   created afterwards by another client, and a broker whose process died during the outage (its ephemeral
   registration goes when its session ends), with the status saying it re-read the cluster;
 - the sandbox controller emulator as a real `python -m core sandbox controller` process: a topic created
@@ -43,7 +43,7 @@ from core.sandbox.controller import ControllerEmulator
 from core.sandbox.seed import EMULATOR, SandboxSpec, decode_status, seed_cluster
 from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
-from dashboard import state
+from dashboard import frame
 from tests.kafka_tree import write_broker, write_cluster, write_topic
 from tests.sandbox_helpers import wait_until
 
@@ -149,14 +149,14 @@ class Fragment:
     """What the dashboard's live fragments do every REFRESH_SECONDS: Connection.ensure(), which opens a
     replacement session when the live one has been down for a while."""
 
-    def __init__(self, conn: state.Connection):
+    def __init__(self, conn: frame.Connection):
         self.conn, self._stop = conn, threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(state.REFRESH_SECONDS):
-            self.conn.ensure(retry_after=state.RETRY_SECONDS)
+        while not self._stop.wait(frame.REFRESH_SECONDS):
+            self.conn.ensure(retry_after=frame.RETRY_SECONDS)
 
     def stop(self) -> None:
         self._stop.set()
@@ -181,14 +181,14 @@ class GatedResync:
 def banner_script(conn):
     import streamlit as st
 
-    from dashboard import state
+    from dashboard import frame
 
-    state.show_staleness(conn)
-    color, text = state.status_line(conn)
+    frame.show_staleness(conn)
+    color, text = frame.status_line(conn)
     st.caption(f"status {color}: {text}")
 
 
-def render_banner(conn: state.Connection) -> tuple[str, str]:
+def render_banner(conn: frame.Connection) -> tuple[str, str]:
     """(info banners, status line) as the pages draw them for this connection."""
     at = AppTest.from_function(banner_script, args=(conn,), default_timeout=30).run()
     assert not at.exception, at.exception
@@ -244,7 +244,7 @@ def test_watchers_ride_through_a_zookeeper_outage(own_zk, tmp_path, kind):
 
     live_session = ZkSession.open(ZkSettings(connect=view_connect, session_timeout=SESSION_TIMEOUT))
     live = LiveCluster(live_session, cluster="outage").start()
-    conn = state.Connection(ClusterConfig(name=f"outage-{kind}", zk=view_connect, connect_timeout=2.0))
+    conn = frame.Connection(ClusterConfig(name=f"outage-{kind}", zk=view_connect, connect_timeout=2.0))
     fragment = None
     try:
         conn.ensure()

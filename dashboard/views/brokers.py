@@ -6,16 +6,16 @@ import pandas as pd
 import streamlit as st
 
 from core import health
-from dashboard import charts, state
+from dashboard import charts, frame
 
 BROKER_COLUMNS = ["Broker", "Status", "Rack", "Replicas", "Leaders", "Preferred", "Preferred not leading",
                   "Imbalance %", "Over threshold", "Electable"]
 
-ctx = state.page_context()
+ctx = frame.page_context()
 conn = ctx.conn
 st.title("Brokers", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}**")
-state.live_snapshot(conn, in_fragment=False)
+frame.live_snapshot(conn, in_fragment=False)
 
 
 def broker_table(summary: health.ClusterSummary) -> pd.DataFrame:
@@ -44,9 +44,9 @@ def _style(df: pd.DataFrame):
     return df.style.apply(row, axis=1).format({"Imbalance %": lambda v: "n/a" if pd.isna(v) else f"{v:.1f}%"})
 
 
-@st.fragment(run_every=state.REFRESH_SECONDS)
+@st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
-    snap = state.live_snapshot(conn, in_fragment=True)
+    snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
     threshold = summary.leader_imbalance_threshold
 

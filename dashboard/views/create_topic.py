@@ -37,7 +37,7 @@ from core.topics import (
     validate_topic_name,
 )
 from core.zk import topic_admin
-from dashboard import actions, charts, state
+from dashboard import actions, charts, frame
 from dashboard.text import md, md_text
 
 RESULT = "ct_result"
@@ -53,13 +53,13 @@ RACK_MODES = {
     RackAwareMode.SAFE.value: "safe — use racks only if every broker has one (what brokers do on auto-create)",
 }
 
-ctx = state.page_context()
+ctx = frame.page_context()
 conn = ctx.conn
 cfg = ctx.config
 st.title("Create topic", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}** · placement computed with Kafka's own replica-assignment algorithm "
            "over the live brokers")
-snap = state.live_snapshot(conn, in_fragment=False)
+snap = frame.live_snapshot(conn, in_fragment=False)
 if SEED not in st.session_state:
     st.session_state[SEED] = random.SystemRandom().randrange(2 ** 31)
 

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from core.store import Action
-from dashboard import actions, state
+from dashboard import actions, frame
 from dashboard.text import md, md_text
 
 LIMITS = (200, 1000, 5000)
@@ -17,7 +17,7 @@ COLUMNS = ["ID", "Time", "Actor", "Kind", "Target", "Status", "Summary", "Result
 STATUS_STYLE = {"applied": "color: #2CA02C; font-weight: 600", "failed": "color: #D62728; font-weight: 600",
                 "pending": "color: #E69F00; font-weight: 600"}
 
-ctx = state.page_context()
+ctx = frame.page_context()
 st.title("History", anchor=False)
 
 

@@ -18,7 +18,7 @@ from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot
 from core.plans import format_election
 from core.zk import election
-from dashboard import actions, charts, state
+from dashboard import actions, charts, frame
 from dashboard.text import md
 
 RESULT = "ld_result"
@@ -27,13 +27,13 @@ SCOPES = ("All partitions", "One topic", "One broker", "Chosen partitions")
 MAX_CHOICES = 2000  # partitions offered in the multiselect; narrow with a topic or broker scope beyond that
 CANDIDATE_COLUMNS = ["Topic", "Partition", "Leader", "Preferred", "Eligible", "Reason"]
 
-ctx = state.page_context()
+ctx = frame.page_context()
 conn = ctx.conn
 cfg = ctx.config
 st.title("Leaders", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}** · the controller elects a partition's preferred (first) replica only "
            "when it is alive and in the ISR")
-state.live_snapshot(conn, in_fragment=False)
+frame.live_snapshot(conn, in_fragment=False)
 
 
 def tp(key: tuple[str, int]) -> str:
@@ -160,9 +160,9 @@ def last_election(snap: ClusterSnapshot) -> None:
                      column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small")})
 
 
-@st.fragment(run_every=state.REFRESH_SECONDS)
+@st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
-    snap = state.live_snapshot(conn, in_fragment=True)
+    snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
     cands: list[elections.Candidate] = conn.derived("leaders.candidates", snap, elections.candidates)
     eligible = sum(c.eligible for c in cands)

@@ -7,17 +7,17 @@ import streamlit as st
 
 from core import health
 from core.model import ClusterSnapshot
-from dashboard import charts, state
+from dashboard import charts, frame
 from dashboard.text import md, md_cells
 
 MAX_LISTED = 200  # rows shown per in-progress operation / problem list; the rest is counted
 
-ctx = state.page_context()
+ctx = frame.page_context()
 conn = ctx.conn
 st.title(f"{ctx.cluster.name}", anchor=False)
 if ctx.cluster.description:
     st.caption(ctx.cluster.description)
-snap0 = state.live_snapshot(conn, in_fragment=False)
+snap0 = frame.live_snapshot(conn, in_fragment=False)
 
 
 def broker_table(snap: ClusterSnapshot, summary: health.ClusterSummary) -> pd.DataFrame:
@@ -49,13 +49,13 @@ def _metric_help(n: int, what: str) -> str:
     return f"{n:,} partition{'s' if n != 1 else ''} {what}"
 
 
-@st.fragment(run_every=state.REFRESH_SECONDS)
+@st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
-    snap = state.live_snapshot(conn, in_fragment=True)
+    snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
     ctrl = snap.controller
 
-    st.caption(f"Source `{snap.source}` · last change seen {state.hhmmss(snap.captured_at)}"
+    st.caption(f"Source `{snap.source}` · last change seen {frame.hhmmss(snap.captured_at)}"
                + (f" · cluster id {md(snap.cluster_id)}" if snap.cluster_id else ""))
 
     # --- size and controller -----------------------------------------------------------------

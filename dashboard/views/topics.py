@@ -14,7 +14,7 @@ from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
 from core.zk import topic_admin
-from dashboard import actions, charts, state
+from dashboard import actions, charts, frame
 from dashboard.text import md, md_text
 
 PAGE_SIZES = (25, 50, 100, 500)
@@ -24,12 +24,12 @@ PARTITION_COLUMNS = ["Partition", "Leader", "Preferred", "Replicas", "ISR", "Out
 
 ACTION_RESULT = "topic_action_result"
 
-ctx = state.page_context()
+ctx = frame.page_context()
 conn = ctx.conn
 cfg = ctx.config
 st.title("Topics", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}**")
-state.live_snapshot(conn, in_fragment=False)
+frame.live_snapshot(conn, in_fragment=False)
 
 
 def _ids(xs) -> str:
@@ -128,9 +128,9 @@ def _style_topics(df: pd.DataFrame):
     return df.style.map(lambda v: colors.get(v, ""), subset=["Health"])
 
 
-@st.fragment(run_every=state.REFRESH_SECONDS)
+@st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
-    snap = state.live_snapshot(conn, in_fragment=True)
+    snap = frame.live_snapshot(conn, in_fragment=True)
     table = conn.derived("topics.table", snap, topic_table)
 
     f1, f2, f3 = st.columns([3, 1, 1], vertical_alignment="bottom")

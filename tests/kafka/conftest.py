@@ -4,6 +4,11 @@ The cluster lives in a chroot of the session's ZooKeeper (tests/conftest.py `zk_
 first use, by the package-scoped fixture `kafka`. Missing jars are fetched first (scripts/kafka.sh fetch); a failed
 fetch or a cluster that does not come up is an ERROR of every test here, never a skip. The only way to skip these
 tests is KEEL_SKIP_KAFKA=1, and then the reason is printed in the summary.
+
+Kafka version: KEEL_KAFKA_VERSION (else KAFKA_VERSION, else 3.9.1) picks the brokers' version; `make
+test-kafka-matrix` runs this folder once per version. A test that needs a newer Kafka says so with
+``@pytest.mark.kafka_min("2.8", "topic ids")`` (or ``realkafka.needs_kafka``) and is skipped on older versions with
+that reason printed; nothing else is skipped for the version.
 """
 
 from __future__ import annotations
@@ -19,11 +24,25 @@ import pytest
 
 from core.sandbox import kafka as kafka_runner
 from core.zk.session import ZkSession
-from tests.kafka.realkafka import RealKafka
+from tests.kafka.realkafka import RealKafka, kafka_version
 
 HERE = Path(__file__).resolve().parent
 SKIP = os.environ.get("KEEL_SKIP_KAFKA", "").strip() == "1"
 SKIP_REASON = "KEEL_SKIP_KAFKA=1: the real-Kafka tests (tests/kafka) are skipped"
+VERSION = kafka_version()  # KEEL_KAFKA_VERSION, KAFKA_VERSION or 3.9.1 (tests.kafka.realkafka)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kafka_min(version, why): needs at least this Apache Kafka version "
+                                       "(skipped on older ones, with `why`)")
+
+
+def _too_old(item: pytest.Item) -> str | None:
+    for mark in item.iter_markers("kafka_min"):
+        minimum, why = mark.args[0], (mark.args[1] if len(mark.args) > 1 else mark.kwargs.get("why", ""))
+        if not kafka_runner.version_at_least(VERSION, minimum):
+            return f"needs Kafka >= {minimum}" + (f" ({why})" if why else "") + f": this run is Kafka {VERSION}"
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -35,11 +54,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(quiet)
             if SKIP:
                 item.add_marker(skip)
+            elif (old := _too_old(item)) is not None:
+                item.add_marker(pytest.mark.skip(reason=old))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if SKIP:
         terminalreporter.write_line(SKIP_REASON, yellow=True, bold=True)
+    elif VERSION != kafka_runner.DEFAULT_VERSION:
+        terminalreporter.write_line(f"tests/kafka ran against Apache Kafka {VERSION} (KEEL_KAFKA_VERSION)", bold=True)
 
 
 @pytest.fixture(scope="package")
@@ -51,16 +74,15 @@ def kafka(zk_server: str, tmp_path_factory: pytest.TempPathFactory):
     from kafka.admin import KafkaAdminClient
 
     try:
-        kafka_runner.lib_dir()
+        kafka_runner.lib_dir(VERSION)
     except kafka_runner.KafkaNotFetchedError:
-        print(f"\nApache Kafka {kafka_runner.kafka_version()} is not fetched: running scripts/kafka.sh fetch",
-              file=sys.stderr)
-        kafka_runner.fetch()  # raises with mvn's own error: the tests then ERROR, they do not skip
+        print(f"\nApache Kafka {VERSION} is not fetched: running scripts/kafka.sh fetch", file=sys.stderr)
+        kafka_runner.fetch(VERSION)  # raises with mvn's own error: the tests then ERROR, they do not skip
 
     base = tmp_path_factory.mktemp("kafka")
     chroot = f"/kafka-{uuid.uuid4().hex[:8]}"
     connect = f"{zk_server}{chroot}"
-    cluster = kafka_runner.KafkaCluster.create(base / "cluster", connect, brokers=3, detach=False)
+    cluster = kafka_runner.KafkaCluster.create(base / "cluster", connect, brokers=3, detach=False, version=VERSION)
     atexit.register(cluster.stop)  # belt and braces if the session dies before teardown
     started = time.monotonic()
     cluster.start(timeout=120)

@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import io
 import json
+import os
 import re
 import time
 import uuid
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
+import pytest
+
 from core import zkformat as zf
 from core.model import ClusterSnapshot
+from core.sandbox import kafka as kafka_runner
 from core.sandbox.kafka import KafkaCluster
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
@@ -26,7 +32,37 @@ from core.zk.session import ZkSession
 T = TypeVar("T")
 FILTERS = ("--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions",
            "--at-min-isr-partitions")
-TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"  # Kafka 3.5+; before, kafka.admin.TopicCommand (tool_class)
+
+
+def kafka_version() -> str:
+    """The version tests/kafka runs against: KEEL_KAFKA_VERSION, else KAFKA_VERSION, else 3.9.1."""
+    return os.environ.get("KEEL_KAFKA_VERSION", "").strip() or kafka_runner.kafka_version()
+
+
+def needs_kafka(minimum: str, why: str):
+    """Mark a test that needs at least Kafka `minimum` (skipped on older versions, `why` printed)."""
+    return pytest.mark.kafka_min(minimum, why)
+
+
+@functools.lru_cache(maxsize=None)
+def _classes(lib: str) -> frozenset[str]:
+    names: set[str] = set()
+    for jar in sorted(os.listdir(lib)):
+        if jar.endswith(".jar") and jar.startswith("kafka"):
+            with zipfile.ZipFile(os.path.join(lib, jar)) as z:
+                names.update(n[:-6].replace("/", ".") for n in z.namelist() if n.endswith(".class"))
+    return frozenset(names)
+
+
+def tool_class(version: str, *candidates: str) -> str:
+    """The first of `candidates` (fully qualified class names) that the fetched jars of `version` hold: Kafka's tools
+    moved from kafka.admin (core jar) to org.apache.kafka.tools (kafka-tools) in 3.5 - 3.7."""
+    found = _classes(str(kafka_runner.lib_dir(version)))
+    for name in candidates:
+        if name in found:
+            return name
+    raise AssertionError(f"none of {', '.join(candidates)} is in Kafka {version}'s jars")
 
 
 def kafka_uuid(text: str | None) -> str | None:
@@ -90,7 +126,8 @@ class RealKafka:
 
     def topic_command(self, *args: str) -> str:
         """Kafka's own kafka-topics (TopicCommand) against the cluster; its stdout. Fails the test on an error."""
-        proc = self.cluster.tool(TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, *args)
+        main = tool_class(self.cluster.version, TOPIC_COMMAND, "kafka.admin.TopicCommand")
+        proc = self.cluster.tool(main, "--bootstrap-server", self.bootstrap, *args)
         assert proc.returncode == 0, f"TopicCommand {' '.join(args)} failed ({proc.returncode}): {proc.stderr}"
         return proc.stdout
 
@@ -245,3 +282,98 @@ def run_filters(kafka: RealKafka) -> dict[str, tuple[list[str], list[str]]]:
     with ThreadPoolExecutor(len(FILTERS)) as pool:
         theirs = dict(zip(FILTERS, pool.map(lambda f: describe_lines(kafka.topic_command("--describe", f)), FILTERS)))
     return {f: (describe_lines(kafka.keel_ok("describe", f)), theirs[f]) for f in FILTERS}
+
+
+# --- helpers of the reassignment, election and log-dirs tests -------------------------------------------
+
+THROTTLE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                 "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def keel_zk(kafka: RealKafka, *argv: str) -> tuple[int, str, str]:
+    """`python -m core ARGV --zk <cluster> --store <store>` in-process (any command that takes both)."""
+    return kafka.keel(*argv, "--zk", kafka.zk_connect, "--store", str(kafka.store))
+
+
+def keel_zk_ok(kafka: RealKafka, *argv: str) -> str:
+    code, out, err = keel_zk(kafka, *argv)
+    assert code == 0, f"keel {' '.join(argv)} failed ({code}): {err}"
+    return out
+
+
+def produce(kafka: RealKafka, topic: str, sizes: dict[int, int], *, chunk: int = 100_000) -> None:
+    """Write about `sizes[p]` bytes of incompressible data to each partition p (acks=all: on every ISR replica)."""
+    import os
+
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", batch_size=1 << 20, linger_ms=20,
+                             max_request_size=2 << 20, request_timeout_ms=30000)
+    try:
+        value = os.urandom(chunk)
+        for partition, size in sizes.items():
+            for _ in range(max(1, size // chunk)):
+                producer.send(topic, value, partition=partition)
+        producer.flush(timeout=60)
+    finally:
+        producer.close(timeout=10)
+
+
+def create_topic(kafka: RealKafka, topic: str, assignment: dict[int, list[int]], **configs: str) -> None:
+    """Create a topic with an explicit assignment through the Admin API and wait until every partition leads."""
+    from kafka.admin import NewTopic
+
+    kafka.admin.create_topics([NewTopic(topic, replica_assignments=assignment, topic_configs=configs or None)])
+    kafka.wait_online(topic, len(assignment))
+    eventually(lambda: _has_topic(kafka, topic, len(assignment)))
+
+
+def _has_topic(kafka: RealKafka, topic: str, partitions: int) -> None:
+    meta = kafka.kafka_topics()
+    assert topic in meta and len(meta[topic]["partitions"]) == partitions and \
+        all(v[0] >= 0 for v in meta[topic]["partitions"].values()), meta.get(topic)
+
+
+def throttles_seen_by_kafka(kafka: RealKafka, topics: list[str]) -> dict[str, dict[str, str]]:
+    """describe_configs (non-default values only) of every broker and of `topics`, reduced to the throttle keys:
+    {"broker 1": {key: value}, "topic t": {key: value}}; entities without a throttle are left out."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    resources = [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in kafka.cluster.broker_ids]
+    resources += [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
+    res = kafka.admin.describe_configs(resources)
+    out = {}
+    for kind, entities in res.items():
+        for name, entries in entities.items():
+            found = {k: v["value"] for k, v in entries.items() if k in THROTTLE_KEYS}
+            if found:
+                out[f"{kind} {name}"] = found
+    return out
+
+
+def config_znodes(kafka: RealKafka, topics: list[str]) -> dict[str, dict[str, str]]:
+    """What ZooKeeper holds in /config/brokers/<id> and /config/topics/<t> (the `config` maps)."""
+    kafka.zk.sync()
+    out = {}
+    for path in [zf.broker_config_path(b) for b in kafka.cluster.broker_ids] + [zf.topic_config_path(t) for t in topics]:
+        node = kafka.zk.get(path)
+        out[path] = json.loads(node.data)["config"] if node.exists else {}
+    return out
+
+
+def throttle_entries(value: str) -> set[str]:
+    """A throttled-replicas list as the broker reads it: a set of "partition:broker" (order carries no meaning)."""
+    return {v for v in value.split(",") if v}
+
+
+def reassign_command(kafka: RealKafka, *args: str) -> str:
+    """Kafka's own kafka-reassign-partitions (ReassignPartitionsCommand); its stdout. Fails the test on an error."""
+    proc = kafka.cluster.tool("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "--bootstrap-server",
+                              kafka.bootstrap, *args)
+    assert proc.returncode == 0, f"ReassignPartitionsCommand {' '.join(args)} failed: {proc.stdout}{proc.stderr}"
+    return proc.stdout
+
+
+def leaders(kafka: RealKafka) -> dict[tuple[str, int], int]:
+    """Every partition's leader as the Admin API's metadata reports it."""
+    return {(t, p): v[0] for t, info in kafka.kafka_topics().items() for p, v in info["partitions"].items()}

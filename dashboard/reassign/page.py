@@ -3,9 +3,9 @@ or import a plan), see what it costs and what it changes, download Kafka's JSON,
 it live, verify it (which removes the throttles) and roll it back.
 
 Thin: the plan comes from core.balance (an imported document is parsed and validated by core.plans, then scored with
-the same metrics), shaped for drawing by dashboard.reassign_state. Plans are cached per (snapshot generation,
+the same metrics), shaped for drawing by dashboard.reassign.plan_view. Plans are cached per (snapshot generation,
 request) in the connection's memo, shared by every session, so a rerun re-plans nothing. Execute binds the document
-on screen to the button; dashboard.reassign_run writes it through core.zk.reassign and follows the run.
+on screen to the button; dashboard.reassign.run writes it through core.zk.reassign and follows the run.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import streamlit as st
 from core.balance.sizes import parse_log_dirs
 from core.errors import KeelError
 from core.zk import reassign
-from dashboard import actions, charts, state
-from dashboard import reassign_run
-from dashboard import reassign_state as rs
+from dashboard import actions, charts, frame
+from dashboard.reassign import plan_view as rs
+from dashboard.reassign import run as reassign_run
 from dashboard.text import md, md_text
 
 SIZES = "ra_sizes_cache"  # (digest, parsed sizes)
@@ -27,13 +27,13 @@ PLANS = "reassign.plans"  # Connection.memo: (generation, request key) -> (snaps
 MAX_CACHED_PLANS = 6
 CHART = {"displayModeBar": False}
 
-ctx = state.page_context()
+ctx = frame.page_context()
 conn = ctx.conn
 cfg = ctx.config
 st.title("Reassign", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}** · plan, execute, verify and roll back partition reassignments as "
            "kafka-reassign-partitions.sh does in ZooKeeper mode")
-live_snap = state.live_snapshot(conn, in_fragment=False)
+live_snap = frame.live_snapshot(conn, in_fragment=False)
 generation = conn.live.generation if conn.live is not None else 0
 # Plans are made on the cluster as it will be once a running reassignment completes (see rs.settled).
 snap = conn.derived("reassign.settled", live_snap, rs.settled)
@@ -372,7 +372,8 @@ def execute_panel(p: rs.Planned) -> None:
                    f"Kafka refuses another until it completes: “{reassign.IN_PROGRESS}”",
                    icon=":material/hourglass_top:")
     waves = rs.wave_keys(p)
-    doc = p.plan if len(waves) <= 1 else rs.subset(p.plan, waves[0])
+    wave_run = reassign_run.Waves.of(p.plan, waves) if len(waves) > 1 else None
+    doc = p.plan if wave_run is None else wave_run.doc
     changing, moved = rs.moves_of(doc, p.before)
     context = actions.fingerprint(p.fingerprint, throttle)
     rate = f"throttled at {throttle_mb:g} MB/s ({throttle:,} B/s) per broker" if throttle else "unthrottled"
@@ -381,12 +382,10 @@ def execute_panel(p: rs.Planned) -> None:
                "panel once it completes)" if len(waves) > 1 else f" ({len(doc.entries):,} partitions in the plan)")
             + f", {rate}")
     confirmed = st.checkbox(what, key=f"ra_confirm_{context}", disabled=reason is not None)
-    label = "Reassignment" if len(waves) <= 1 else f"Wave 1 of {len(waves)}"
-    wave_state = None if len(waves) <= 1 else {
-        "plan_json": p.plan_json, "keys": [[list(k) for k in w] for w in waves], "index": 0}
-    st.button("Execute reassignment" if len(waves) <= 1 else f"Execute wave 1 of {len(waves)}", type="primary",
+    label = "Reassignment" if wave_run is None else wave_run.label
+    st.button("Execute reassignment" if wave_run is None else f"Execute {label.lower()}", type="primary",
               icon=":material/play_arrow:", key="ra_execute", disabled=reason is not None or not confirmed,
-              help=reason, on_click=reassign_run.execute, args=(ctx, doc, throttle, context, label, wave_state))
+              help=reason, on_click=reassign_run.execute, args=(ctx, doc, throttle, context, label, wave_run))
 
 
 if planned is not None and planned.empty:

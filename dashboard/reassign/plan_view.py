@@ -2,7 +2,7 @@
 planned one, and a plan shaped for drawing (broker x topic counts with the long tail folded, per-broker loads, the
 diff and status tables, the time estimate, waves as executable documents).
 
-No streamlit and no ZooKeeper here: the page (dashboard/views/reassign.py) draws, core computes, and this module
+No streamlit and no ZooKeeper here: the page (dashboard/reassign/page.py) draws, core computes, and this module
 only reshapes, so it is unit-testable in microseconds.
 """
 

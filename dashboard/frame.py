@@ -1,11 +1,12 @@
-"""The dashboard's side of the live connections: one `core.zk.live.Connection` per configured cluster, shared
-by every browser session through `st.cache_resource` (released with `st.cache_resource.clear()`, which stops the
+"""The frame every page shares: the Keel config, the selected cluster, the page context, the sidebar's status line,
+and the dashboard's side of the live connections: one `core.zk.live.Connection` per configured cluster, shared by
+every browser session through `st.cache_resource` (released with `st.cache_resource.clear()`, which stops the
 watcher thread and closes the session), and the banners drawn from its state: the wait for a first snapshot
 (bounded by the cluster's `connect_timeout`), failures, staleness while ZooKeeper is away, and the note after a
 reconnect re-read the cluster. The connection logic itself is engine code in core/zk/live.py.
 
-Streamlit is only imported here and in the pages; `core` never imports streamlit.
-"""
+Errors quote znode paths, hence topic names (data written by whoever can write to ZooKeeper): they go through
+dashboard.text.md_text before they meet markdown. Streamlit is only imported in dashboard/; `core` never imports it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import streamlit as st
 from core.config import ClusterConfig, ConfigError, KeelConfig, load_config
 from core.model import ClusterSnapshot
 from core.zk.live import RETRY_SECONDS, Connection, ErrorKind, Phase, hhmmss  # noqa: F401  (re-exported)
+from dashboard.text import md_text
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +78,7 @@ def page_context() -> PageContext:
     """Config + selected cluster + its connection for a page; shows the error and stops if there is none."""
     cfg = config()
     if isinstance(cfg, ConfigError):
-        st.error(str(cfg))
+        st.error(md_text(cfg), icon=":material/settings_alert:")
         st.stop()
     cluster = selected_cluster(cfg)
     return PageContext(cfg, cluster, connection(cluster))
@@ -115,17 +117,18 @@ def wait_for_first_snapshot(conn: Connection) -> None:
 def show_failure(conn: Connection) -> None:
     """The banner for a cluster with no snapshot at all."""
     c = conn.cluster
+    error = md_text(conn.error)
     if conn.error_kind == ErrorKind.NO_KAFKA:
-        st.error(f"**No Kafka cluster at `{c.zk}`.** {conn.error}", icon=":material/search_off:")
+        st.error(f"**No Kafka cluster at `{c.zk}`.** {error}", icon=":material/search_off:")
     elif conn.error_kind == ErrorKind.UNREACHABLE:
-        st.error(f"**ZooKeeper unreachable** for cluster **{c.name}**: {conn.error}. "
+        st.error(f"**ZooKeeper unreachable** for cluster **{c.name}**: {error}. "
                  f"Keel retries every {RETRY_SECONDS:g} s and on every refresh.", icon=":material/cloud_off:")
     elif conn.error_kind == ErrorKind.AUTH:
-        st.error(f"**ZooKeeper denied access** for cluster **{c.name}**: {conn.error}", icon=":material/lock:")
+        st.error(f"**ZooKeeper denied access** for cluster **{c.name}**: {error}", icon=":material/lock:")
     elif conn.error_kind == ErrorKind.CONFIG:
-        st.error(f"**Invalid cluster config**: {conn.error}", icon=":material/settings_alert:")
+        st.error(f"**Invalid cluster config**: {error}", icon=":material/settings_alert:")
     else:
-        st.error(f"**Cannot load cluster {c.name}**: {conn.error}", icon=":material/error:")
+        st.error(f"**Cannot load cluster {c.name}**: {error}", icon=":material/error:")
 
 
 def show_staleness(conn: Connection) -> None:
@@ -139,7 +142,7 @@ def show_staleness(conn: Connection) -> None:
                 f"connection, so everything is read again. Showing the snapshot from **{hhmmss(since)}** "
                 "until that is done.", icon=":material/sync:")
         if live.error:
-            st.caption(live.error)
+            st.caption(md_text(live.error))
         return
     notice = conn.resync_notice()
     if notice is not None:
@@ -148,11 +151,11 @@ def show_staleness(conn: Connection) -> None:
         what = {"suspended": "connection to ZooKeeper lost", "lost": "ZooKeeper session lost"}.get(
             live.status, f"ZooKeeper session {live.status}")
         retry = " Reconnecting…" if conn.reconnecting else f" Retrying every {RETRY_SECONDS:g} s."
-        last = f" Last attempt: {conn.error}." if conn.error else ""
+        last = f" Last attempt: {md_text(conn.error)}." if conn.error else ""
         st.warning(f"**ZooKeeper unreachable ({what}).** Showing the last good snapshot, from "
                    f"**{hhmmss(since)}**; it is not live.{retry}{last}", icon=":material/cloud_off:")
     elif live.error:
-        st.warning(f"The last watch update failed: {live.error}. The view may be partly stale.",
+        st.warning(f"The last watch update failed: {md_text(live.error)}. The view may be partly stale.",
                    icon=":material/warning:")
 
 

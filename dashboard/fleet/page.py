@@ -1,7 +1,7 @@
 """Fleet heatmaps: run the Spark fleet job over a fleet store, then rank every cluster by imbalance and draw the
 brokers and topics behind each score.
 
-The job runs in a background thread (dashboard.fleet_job: one at a time per Keel process, shared by every
+The job runs in a background thread (dashboard.fleet.job: one at a time per Keel process, shared by every
 session): the page follows it with a progress bar while it runs, a click or a reload does not stop it, and Cancel
 stops its Spark jobs (the output directory is only replaced when a run completes). Results are read from the
 output directory with pyarrow (core.fleet.outputs): looking at them never starts Spark. This page imports no
@@ -26,8 +26,9 @@ from core.fleet.generate import FleetSpec, generate_fleet
 from core.fleet.outputs import read_broker_metrics, read_cluster_scores, read_manifest, read_topic_broker
 from core.fleet.schema import check_store
 from core.fleet.spark import InvalidMasterError, check_java
-from dashboard import fleet_charts, state
-from dashboard.fleet_job import Cancelled, FleetJob, cancel_job, current_job, start_job
+from dashboard import frame
+from dashboard.fleet import charts as fleet_charts
+from dashboard.fleet.job import Cancelled, FleetJob, cancel_job, current_job, start_job
 
 DEFAULT_STORE = ".run/fleet/store"
 DEFAULT_OUTPUT = ".run/fleet/output"
@@ -48,7 +49,7 @@ K_STORE, K_OUTPUT, K_MASTER = "fleet_store", "fleet_output", "fleet_master"
 K_JOB, K_CLUSTER, K_TABLE, K_WINDOW = "fleet_job_id", "fleet_cluster", "fleet_table", "fleet_window"
 
 
-# --- the job (dashboard.fleet_job: one per process, in a background thread) -------------------------------
+# --- the job (dashboard.fleet.job: one per process, in a background thread) -------------------------------
 
 
 def run_clicked() -> None:
@@ -163,7 +164,7 @@ def keep(key: str) -> None:
 
 
 def open_in_overview(name: str) -> None:
-    st.session_state[state.CLUSTER_KEY] = name  # the router's cluster picker (set before it is drawn)
+    st.session_state[frame.CLUSTER_KEY] = name  # the router's cluster picker (set before it is drawn)
 
 
 # --- the page ----------------------------------------------------------------------------------------------
@@ -339,7 +340,7 @@ left, right = st.columns([3, 2], vertical_alignment="bottom")
 chosen = left.selectbox("Cluster", names, key=K_CLUSTER,
                         format_func=lambda n: f"#{by_name.at[n, 'rank']} {n} — score "
                                               f"{by_name.at[n, 'imbalance_score']:.1f}")
-cfg = state.config()
+cfg = frame.config()
 if not isinstance(cfg, ConfigError) and chosen in cfg.clusters:
     if right.button(f"Open {chosen} in Overview", key="fleet_open_overview", icon=":material/open_in_new:",
                     on_click=open_in_overview, args=(chosen,),

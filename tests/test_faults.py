@@ -1,0 +1,320 @@
+"""Issue 19, item 2: ZooKeeper failing in the middle of Keel's work, with real servers and real `python -m core`.
+
+Every test runs ZooKeeper servers of its own (core.sandbox.zkserver / zkensemble; the session's shared server is
+left alone), started with a short session timeout (SESSION_TIMEOUT) so that outages past it are quick.
+
+1. ZooKeeper stopped while a write is on its way, with the pause hook of core.zk.faults (the CLI stops right
+   before or right after its one multi-op, says `keel-test-pause: <point>`, and sleeps while the test acts):
+   `execute` of a large throttled plan (1,000 partitions: 40 topic configs, 40 + 4 change notifications, 4 broker
+   configs, the reassignment node) and `create-topic` of 5,000 partitions. However it ends, either every znode of
+   the operation exists or none does, and the action history says which (at once, or once a later command
+   reconciles the pending row: core.zk.reconcile).
+2. ZooKeeper stalled (SIGSTOP) past the session timeout under the live view, the controller emulator and the CLI:
+   the CLI says it cannot reach ZooKeeper; after SIGCONT the live view and the emulator recover and the next
+   snapshot is complete (equal to a fresh read; every partition with a live leader).
+3. A three-node ensemble whose leader is killed under the live view and during a create-topic: the view stays
+   complete and follows changes after the kill; the write either fully happened or not at all, and says which.
+
+Each test prints its measured recovery time (`pytest -s`) as `RECOVERY <case>: <seconds> s (<what>)`; README's
+"What Keel survives" table is made from these lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core import zkformat as zf
+from core.model import ClusterSnapshot
+from core.sandbox import zkserver
+from core.sandbox.seed import SandboxSpec, seed_cluster
+from core.sandbox.zkensemble import Ensemble, start_ensemble
+from core.sandbox.znodes import EMULATOR, decode_status
+from core.store import Store
+from core.zk.reader import read_snapshot
+from core.zk.reconcile import reconcile_pending
+from core.zk.session import ZkSession, ZkSettings
+from core.zk.watcher import LiveCluster
+from tests.kafka_tree import write_cluster, write_topic
+from tests.sandbox_helpers import wait_until
+
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(180), pytest.mark.filterwarnings("ignore:No chroot path exists")]
+
+ROOT = Path(__file__).resolve().parents[1]
+SESSION_TIMEOUT = 4.0
+SERVER_CONFIG = {"tickTime": 500, "minSessionTimeout": 1000, "maxSessionTimeout": int(SESSION_TIMEOUT * 1000)}
+STALL = SESSION_TIMEOUT + 2.0  # a SIGSTOP longer than the session timeout
+RESYNC_NOTE = re.compile(r"(reconnected to ZooKeeper|ZooKeeper session expired; reconnected with a new session)"
+                         r" after \d+ s: re-read the cluster")
+TOPICS, PARTITIONS = 40, 25  # the large plan: 1,000 partitions
+
+
+def recovery(case: str, seconds: float, what: str) -> None:
+    print(f"\nRECOVERY {case}: {seconds:.1f} s ({what})", flush=True)
+
+
+# --- servers ------------------------------------------------------------------------------------------------------
+
+
+class OwnZooKeeper:
+    """A standalone ZooKeeper for one test: stop() / start() keep its port and data dir; pause() / resume()."""
+
+    def __init__(self, base: Path):
+        self.dir = base / "zk"
+        for _ in range(5):  # a free port can be taken before ZooKeeper binds it
+            self.port = zkserver.free_port()
+            try:
+                zkserver.start(self.port, self.dir, timeout=60, detach=False, extra_config=SERVER_CONFIG)
+                break
+            except zkserver.ZkPortInUse:
+                continue
+        else:
+            raise RuntimeError("could not start a ZooKeeper for the fault test")
+        self.paused = False
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        zkserver.stop(self.dir)
+
+    def start(self) -> None:
+        zkserver.start(self.port, self.dir, timeout=60, detach=False, extra_config=SERVER_CONFIG)
+
+    def pause(self) -> None:
+        zkserver.pause(self.dir)
+        self.paused = True
+
+    def resume(self) -> None:
+        zkserver.resume(self.dir)
+        self.paused = False
+        wait_until(lambda: zkserver.ruok(self.port), timeout=30, message="ZooKeeper to serve after SIGCONT")
+
+    def close(self) -> None:
+        if self.paused:
+            zkserver.resume(self.dir)
+        zkserver.stop(self.dir)
+
+
+@pytest.fixture
+def own_zk(tmp_path):
+    server = OwnZooKeeper(tmp_path)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def ensemble(tmp_path):
+    for attempt in range(3):
+        try:
+            e = start_ensemble(tmp_path / f"ensemble{attempt}", extra_config=SERVER_CONFIG, detach=False)
+            break
+        except zkserver.ZkPortInUse:
+            continue
+    else:
+        raise RuntimeError("could not start a ZooKeeper ensemble")
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+# --- a CLI process that can be caught at its pause point -----------------------------------------------------------
+
+
+class Cli:
+    """`python -m core ARGV` in the background; `paused` is set when it prints the pause marker."""
+
+    def __init__(self, argv: list[str], **env: str):
+        self.argv = argv
+        self.proc = subprocess.Popen([sys.executable, "-m", "core", *argv], cwd=ROOT, text=True,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self.paused = threading.Event()
+        self.paused_at = 0.0
+        self._readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self.out), daemon=True),
+                         threading.Thread(target=self._read, args=(self.proc.stderr, self.err, True), daemon=True)]
+        for r in self._readers:
+            r.start()
+
+    def _read(self, stream, into: list[str], marker: bool = False) -> None:
+        for line in stream:
+            into.append(line)
+            if marker and line.startswith("keel-test-pause:"):
+                self.paused_at = time.monotonic()
+                self.paused.set()
+
+    def wait_paused(self, timeout: float = 60) -> None:
+        if not self.paused.wait(timeout):
+            self.proc.kill()
+            pytest.fail(f"the CLI never reached its pause point; stderr:\n{''.join(self.err)}")
+
+    def finish(self, timeout: float = 90) -> tuple[int, str, str]:
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            pytest.fail(f"the CLI did not finish within {timeout:g} s; stderr:\n{''.join(self.err)}")
+        for r in self._readers:
+            r.join(timeout=10)
+        return code, "".join(self.out), "".join(self.err)
+
+
+# --- the operations under test --------------------------------------------------------------------------------------
+
+
+def seed_large_cluster(connect: str) -> None:
+    with ZkSession.open(connect) as s:
+        write_cluster(s, {1: "r1", 2: "r2", 3: "r1", 4: "r2"}, controller=1)
+        for t in range(TOPICS):
+            write_topic(s, f"t{t:02d}", {p: [p % 4 + 1, (p + 1) % 4 + 1] for p in range(PARTITIONS)})
+
+
+def large_plan(path: Path) -> None:
+    """Every partition moves both replicas by two brokers."""
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": f"t{t:02d}", "partition": p, "replicas": [(p + 2) % 4 + 1, (p + 3) % 4 + 1]}
+        for t in range(TOPICS) for p in range(PARTITIONS)]}))
+
+
+class Operation:
+    """One CLI write and the znodes it writes: `state(zk)` says for each whether it is there."""
+
+    def __init__(self, kind: str, connect: str, tmp: Path):
+        self.kind, self.connect, self.tmp = kind, connect, tmp
+        self.store = tmp / "keel.sqlite"
+        if kind == "execute":
+            large_plan(tmp / "plan.json")
+        with ZkSession.open(connect) as zk:
+            self.changes_before = len(zk.children(zf.CONFIG_CHANGES) or ())
+
+    def argv(self, *extra: str) -> list[str]:
+        common = ["--zk", self.connect, "--store", str(self.store), "--cluster", "faults", "--connect-timeout", "3",
+                  *extra]
+        if self.kind == "execute":
+            return ["execute", *common, "--reassignment-json-file", str(self.tmp / "plan.json"),
+                    "--throttle", "10000000"]
+        return ["create-topic", *common, "--topic", "big", "--partitions", "5000", "--replication-factor", "3",
+                "--config", "retention.ms=3600000", "--seed", "1"]
+
+    def state(self, zk: ZkSession) -> dict[str, bool]:
+        if self.kind == "create-topic":
+            cfg = zk.get(zf.topic_config_path("big"))
+            topic = zk.get(zf.topic_path("big"))
+            return {"/config/topics/big": cfg.exists and b"3600000" in cfg.data,
+                    "/brokers/topics/big": topic.exists and len(zf.decode_topic("big", topic.data).partitions) == 5000}
+        out = {zf.REASSIGN: zk.exists(zf.REASSIGN)}
+        for node in zk.get_many([zf.topic_config_path(f"t{t:02d}") for t in range(TOPICS)]):
+            out[node.path] = "leader.replication.throttled.replicas" in zf.decode_config(node.data, node.path)
+        for node in zk.get_many([zf.broker_config_path(b) for b in (1, 2, 3, 4)]):
+            out[node.path] = node.exists and "leader.replication.throttled.rate" in zf.decode_config(node.data,
+                                                                                                   node.path)
+        out[f"{zf.CONFIG_CHANGES} +{TOPICS + 4}"] = (len(zk.children(zf.CONFIG_CHANGES) or ())
+                                                     == self.changes_before + TOPICS + 4)
+        return out
+
+    def action(self):
+        actions = Store(self.store).actions()
+        assert len(actions) == 1, actions
+        return actions[0]
+
+
+def all_or_nothing(op: Operation) -> bool:
+    """Asserts that every znode of the operation is there or none is; returns which."""
+    with ZkSession.open(op.connect) as zk:
+        state = op.state(zk)
+    assert len(set(state.values())) == 1, f"half-written: {state}"
+    return next(iter(state.values()))
+
+
+# --- 1. ZooKeeper stopped during a write ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["execute", "create-topic"])
+@pytest.mark.parametrize("when", ["before-commit-back-in-time", "before-commit-down-too-long", "after-commit",
+                                  "frozen-during-commit"])
+def test_zookeeper_fails_during_a_write(own_zk, tmp_path, kind, when):
+    """- before-commit-back-in-time: stopped before the commit, restarted within the write timeout: kazoo queues the
+         write while it reconnects and sends it once ZooKeeper is back; all of it is written, the history says applied.
+       - before-commit-down-too-long: stopped before the commit, restarted after the CLI gave up (--write-timeout 3):
+         the CLI says the outcome is unknown and leaves the action pending; nothing was written, and the next
+         reconcile records it as not applied.
+       - after-commit: stopped right after the commit: all written, applied.
+       - frozen-during-commit: SIGSTOP before the commit, so the multi is sent to a server that does not answer and
+         the connection times out with the write in flight; the CLI cannot tell and leaves the action pending;
+         after SIGCONT ZooKeeper has applied all of it or none, and reconcile records which."""
+    connect = f"{own_zk.connect}/kafka"
+    with ZkSession.open(own_zk.connect) as root:
+        root.ensure_path("/kafka")
+    seed_large_cluster(connect)
+    op = Operation(kind, connect, tmp_path)
+    point = "after" if when == "after-commit" else "before"
+    timeout = "15" if when == "before-commit-back-in-time" else "3"
+    cli = Cli(op.argv("--write-timeout", timeout), **{f"KEEL_TEST_PAUSE_{point.upper()}_WRITE": "2"})
+    cli.wait_paused()
+
+    if when == "frozen-during-commit":
+        own_zk.pause()
+        code, out, err = cli.finish()
+        gave_up = time.monotonic()
+        own_zk.resume()
+        back = time.monotonic()
+    else:
+        own_zk.stop()
+        if when == "before-commit-back-in-time":
+            time.sleep(3)  # the pause ends meanwhile: the commit waits in kazoo's queue
+            own_zk.start()
+            back = time.monotonic()
+            code, out, err = cli.finish()
+            done = time.monotonic()
+        else:
+            code, out, err = cli.finish()
+            gave_up = time.monotonic()
+            own_zk.start()
+            back = time.monotonic()
+    assert "Traceback" not in err, err
+
+    written = all_or_nothing(op)
+    action = op.action()
+    if when == "before-commit-back-in-time":
+        # The session survives the restart (ZooKeeper restores it), so the queued write goes through.
+        assert code == 0 and written and action.status == "applied", (code, err, action)
+        recovery(f"{kind}, ZooKeeper stopped before the commit and back in time", done - back,
+                 "restart to the write committed and the CLI done")
+        return
+    if when == "after-commit":
+        assert code == 0 and written and action.status == "applied", (code, err, action)
+        recovery(f"{kind}, ZooKeeper stopped after the commit", 0.0, "nothing to recover: written and recorded")
+        return
+    # The CLI could not tell: it says so, exits 1 and leaves the action pending for a later command.
+    assert code == 1 and "may or may not have been applied" in err and f"Action #{action.id} stays pending" in err, err
+    assert action.status == "pending", action
+    if when == "before-commit-down-too-long":
+        assert not written, "the CLI gave up and exited: its queued write must die with it"
+    with ZkSession.open(connect) as zk:
+        started = time.monotonic()
+        settled = reconcile_pending(zk, Store(op.store), "faults", grace=0)
+        took = time.monotonic() - started
+    assert [r.action_id for r in settled] == [action.id]
+    action = op.action()
+    assert action.status == ("applied" if written else "failed"), (written, action)
+    assert action.result.startswith("reconciled: " + ("the write was found" if written else "not applied")), action
+    recovery(f"{kind}, ZooKeeper {'stalled' if when.startswith('frozen') else 'stopped'} "
+             f"{'with the write in flight' if when.startswith('frozen') else 'until the CLI gave up'}",
+             gave_up - cli.paused_at, f"from the outage to the CLI saying the outcome is unknown; reconcile after "
+                                      f"ZooKeeper was back took {took:.2f} s and found it "
+                                      f"{'applied' if written else 'not applied'}")
