@@ -178,10 +178,20 @@ class Cli:
 
 
 def seed_large_cluster(connect: str) -> None:
+    """Brokers 1-4 and TOPICS x PARTITIONS partitions, written with pipelined creates (parents first)."""
+    nodes: list[tuple[str, bytes]] = []
+    for t in range(TOPICS):
+        name = f"t{t:02d}"
+        assignment = {p: [p % 4 + 1, (p + 1) % 4 + 1] for p in range(PARTITIONS)}
+        nodes += [(zf.topic_path(name), zf.encode_topic(assignment, topic_id=f"AAAAAAAAAAAAAAAAAAAA{t:02d}")),
+                  (zf.topic_config_path(name), zf.encode_config({})),
+                  (f"{zf.topic_path(name)}/partitions", b"")]
+        for p, replicas in assignment.items():
+            nodes += [(f"{zf.topic_path(name)}/partitions/{p}", b""),
+                      (zf.state_path(name, p), zf.encode_partition_state(replicas[0], 0, 1, replicas))]
     with ZkSession.open(connect) as s:
         write_cluster(s, {1: "r1", 2: "r2", 3: "r1", 4: "r2"}, controller=1)
-        for t in range(TOPICS):
-            write_topic(s, f"t{t:02d}", {p: [p % 4 + 1, (p + 1) % 4 + 1] for p in range(PARTITIONS)})
+        s.create_many(nodes)
 
 
 def large_plan(path: Path) -> None:
@@ -264,7 +274,7 @@ def test_zookeeper_fails_during_a_write(own_zk, tmp_path, kind, when):
     op = Operation(kind, connect, tmp_path)
     point = "after" if when == "after-commit" else "before"
     timeout = "15" if when == "before-commit-back-in-time" else "3"
-    cli = Cli(op.argv("--write-timeout", timeout), **{f"KEEL_TEST_PAUSE_{point.upper()}_WRITE": "2"})
+    cli = Cli(op.argv("--write-timeout", timeout), **{f"KEEL_TEST_PAUSE_{point.upper()}_WRITE": "1.5"})
     cli.wait_paused()
 
     if when == "frozen-during-commit":
@@ -276,7 +286,7 @@ def test_zookeeper_fails_during_a_write(own_zk, tmp_path, kind, when):
     else:
         own_zk.stop()
         if when == "before-commit-back-in-time":
-            time.sleep(3)  # the pause ends meanwhile: the commit waits in kazoo's queue
+            time.sleep(2)  # the pause ends meanwhile: the commit waits in kazoo's queue
             own_zk.start()
             back = time.monotonic()
             code, out, err = cli.finish()
@@ -318,3 +328,222 @@ def test_zookeeper_fails_during_a_write(own_zk, tmp_path, kind, when):
              gave_up - cli.paused_at, f"from the outage to the CLI saying the outcome is unknown; reconcile after "
                                       f"ZooKeeper was back took {took:.2f} s and found it "
                                       f"{'applied' if written else 'not applied'}")
+
+
+def test_zookeeper_frozen_briefly_during_create_topic(own_zk, tmp_path):
+    """SIGSTOP right before the commit and SIGCONT 4.5 s later: the connection drops with the write in flight
+    (kazoo's read timeout is 2/3 of the 4 s session) and comes back while the CLI waits to find out (up to its
+    --connect-timeout, 3 s). Whichever way ZooKeeper went, the CLI says it: exit 0 and "shows it applied" with the
+    topic written whole and the action applied, or exit 1 with nothing written and the action failed or pending."""
+    connect = f"{own_zk.connect}/kafka"
+    with ZkSession.open(own_zk.connect) as root:
+        root.ensure_path("/kafka")
+    seed_large_cluster(connect)
+    op = Operation("create-topic", connect, tmp_path)
+    cli = Cli(op.argv("--write-timeout", "15"), KEEL_TEST_PAUSE_BEFORE_WRITE="1.5")
+    cli.wait_paused()
+    own_zk.pause()
+    time.sleep(4.5)
+    own_zk.resume()
+    back = time.monotonic()
+    code, out, err = cli.finish()
+    done = time.monotonic()
+    assert "Traceback" not in err, err
+    written = all_or_nothing(op)
+    action = op.action()
+    if code == 0:
+        assert written and action.status == "applied", (out, err, action)
+        said = "shows it applied" in out or "created topic big" in out
+    else:
+        assert not written and action.status in ("failed", "pending"), (err, action)
+        said = "nothing was written" in err or "stays pending" in err
+    assert said, (out, err)
+    recovery("create-topic, ZooKeeper stalled 4.5 s with the write in flight", done - back,
+             f"SIGCONT to the CLI done: exit {code}, {'written' if written else 'nothing written'}, "
+             f"history {action.status}")
+
+
+# --- 2. ZooKeeper stalled past the session timeout -----------------------------------------------------------------
+
+
+def comparable(snap: ClusterSnapshot) -> dict:
+    d = snap.to_dict()
+    for key in ("captured_at", "cluster", "source"):  # when and through which servers it was read
+        d.pop(key, None)
+    return d
+
+
+def complete(snap: ClusterSnapshot, topics: int) -> bool:
+    """Every topic there, every partition with a state and a live leader, no unreadable znode."""
+    alive = snap.alive_broker_ids
+    return (len(snap.topics) == topics and not snap.problems
+            and all(p.has_state and p.leader in alive for t in snap.topics for p in t.partitions))
+
+
+def start_controller(connect: str, log_path: Path) -> subprocess.Popen:
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, "-m", "core", "sandbox", "controller", "--zk", connect],
+                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_stall_past_the_session_timeout(own_zk, tmp_path):
+    """SIGSTOP of ZooKeeper for longer than the session timeout under the controller emulator (a process), the live
+    view and the CLI; then SIGCONT. The CLI says it cannot reach ZooKeeper while it is stalled; afterwards the
+    emulator and the live view say what happened, the live view equals a fresh read, and the next snapshot is
+    complete (every partition has a live leader), including a topic created after the stall."""
+    spec = SandboxSpec(brokers=3, racks=0, topics=6, seed=5)
+    connect = f"{own_zk.connect}/sandbox"
+    with ZkSession.open(connect) as zk:
+        seed_cluster(zk, spec)
+    log_path = tmp_path / "controller.log"
+    controller = start_controller(connect, log_path)
+    live_session = ZkSession.open(ZkSettings(connect=connect, session_timeout=SESSION_TIMEOUT))
+    live = None
+    try:
+        with ZkSession.open(connect) as zk:
+            wait_until(lambda: decode_status(zk.get(EMULATOR).data).get("controller") is not None, timeout=30,
+                       message="the controller emulator to start")
+            topics = len(zk.children(zf.TOPICS))
+            wait_until(lambda: complete(read_snapshot(zk), topics), timeout=30, message="a complete sandbox")
+        live = LiveCluster(live_session, cluster="stall").start()
+
+        own_zk.pause()
+        stalled = time.monotonic()
+        cli = subprocess.run([sys.executable, "-m", "core", "describe", "--zk", connect, "--connect-timeout", "2"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert cli.returncode == 1 and "Traceback" not in cli.stderr, cli.stderr
+        assert cli.stderr.startswith("error: could not connect to ZooKeeper at ") and "within 2 s" in cli.stderr
+        cli_took = time.monotonic() - stalled
+        time.sleep(max(0.0, STALL - cli_took))
+        own_zk.resume()
+        back = time.monotonic()
+
+        with ZkSession.open(connect) as zk:
+            def view_complete():
+                if live.status != "connected" or live.resyncs < 1:
+                    return False
+                fresh = read_snapshot(zk)
+                return complete(fresh, topics) and comparable(live.snapshot()) == comparable(fresh)
+
+            wait_until(view_complete, timeout=30, message="the live view to equal a fresh, complete read")
+            view_took = time.monotonic() - back
+            assert RESYNC_NOTE.fullmatch(live.resync_note), live.resync_note
+
+            # The emulator carries on: a topic created now gets its partition states from it.
+            zk.create(zf.topic_path("after-stall"), zf.encode_topic({0: [1, 2], 1: [2, 3], 2: [3, 1]}),
+                      makepath=True)
+            zk.create(zf.topic_config_path("after-stall"), zf.encode_config({}), makepath=True)
+            wait_until(lambda: complete(read_snapshot(zk), topics + 1), timeout=30,
+                       message=f"the emulator to serve a topic created after the stall:\n{log_path.read_text()}")
+            emulator_took = time.monotonic() - back
+            live.wait_for(lambda snap: complete(snap, topics + 1), timeout=15)
+        assert controller.poll() is None, log_path.read_text()
+        log = log_path.read_text()
+        assert "re-read the cluster and re-armed every watch" in log, log
+
+        # The next snapshot, through the CLI, is complete.
+        out = tmp_path / "snap.json"
+        cli = subprocess.run([sys.executable, "-m", "core", "snapshot", "--zk", connect, "-o", str(out)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert cli.returncode == 0 and "warning" not in cli.stderr, cli.stderr
+        assert complete(ClusterSnapshot.from_json(out.read_text()), topics + 1)
+        recovery("ZooKeeper stalled (SIGSTOP) past the session timeout: live view", view_took,
+                 f"SIGCONT to the view re-read and equal to a fresh read ({live.resync_note})")
+        recovery("ZooKeeper stalled (SIGSTOP) past the session timeout: controller emulator", emulator_took,
+                 "SIGCONT to a topic created afterwards having live leaders")
+        recovery("ZooKeeper stalled (SIGSTOP): CLI while stalled", cli_took,
+                 "describe --connect-timeout 2 ends with 'could not connect to ZooKeeper' (process start included)")
+    finally:
+        if live is not None:
+            live.stop()
+        live_session.close()
+        controller.send_signal(signal.SIGTERM)
+        try:
+            controller.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            controller.kill()
+            controller.wait(timeout=10)
+
+
+# --- 3. a three-node ensemble loses its leader ------------------------------------------------------------------------
+
+
+def seed_small_cluster(connect: str) -> None:
+    hosts, chroot = connect.split("/", 1)
+    with ZkSession.open(hosts) as root:
+        root.ensure_path(f"/{chroot}")
+    with ZkSession.open(connect) as s:
+        write_cluster(s, {1: "r1", 2: "r2", 3: "r3"}, controller=1)
+        for t in range(5):
+            write_topic(s, f"t{t}", {p: [p % 3 + 1, (p + 1) % 3 + 1] for p in range(4)})
+
+
+def test_ensemble_leader_killed_under_the_live_view(ensemble: Ensemble):
+    connect = f"{ensemble.connect}/kafka"
+    seed_small_cluster(connect)
+    live_session = ZkSession.open(ZkSettings(connect=connect, session_timeout=SESSION_TIMEOUT))
+    live = LiveCluster(live_session, cluster="ensemble").start()
+    try:
+        before = comparable(live.snapshot())
+        leader = ensemble.leader()
+        killed = time.monotonic()
+        ensemble.kill(leader)
+        rest = [m for m in ensemble.members if m is not leader]
+        ensemble.wait_for_quorum(rest, timeout=30)
+        quorum_took = time.monotonic() - killed
+        # The view was never lost: what it shows meanwhile is the cluster as it was.
+        assert comparable(live.snapshot()) == before
+        with ZkSession.open(f"{','.join(m.connect for m in rest)}/kafka") as zk:
+            write_topic(zk, "after-kill", {0: [1, 2], 1: [2, 3]})
+            zk.set(zf.state_path("t0", 0), zf.encode_partition_state(2, 1, 1, [2, 1]))
+            live.wait_for(lambda snap: snap.topic("after-kill") is not None
+                          and snap.topic("t0").partitions[0].leader == 2, timeout=30)
+            view_took = time.monotonic() - killed
+            wait_until(lambda: live.status == "connected"
+                       and comparable(live.snapshot()) == comparable(read_snapshot(zk)), timeout=15,
+                       message="the live view to equal a fresh read")
+        recovery("ensemble leader killed: new quorum", quorum_took, "SIGKILL of the leader to a new leader elected")
+        recovery("ensemble leader killed: live view", view_took,
+                 f"SIGKILL to the view showing changes made afterwards ({live.resync_note or 'no reconnect needed'})")
+    finally:
+        live.stop()
+        live_session.close()
+
+
+@pytest.mark.parametrize("how", ["killed", "frozen-then-killed"])
+def test_ensemble_leader_lost_during_create_topic(ensemble: Ensemble, tmp_path, how):
+    """The leader is killed while create-topic waits at its pause point right before the commit ("killed"), or
+    frozen there so that the commit goes out while it cannot answer and then killed ("frozen-then-killed"): Keel
+    reconnects to the other two servers; the topic is written whole or not at all, and the CLI and the action
+    history say which."""
+    connect = f"{ensemble.connect}/kafka"
+    seed_small_cluster(connect)
+    op = Operation("create-topic", connect, tmp_path)
+    cli = Cli(op.argv(), KEEL_TEST_PAUSE_BEFORE_WRITE="2")
+    cli.wait_paused()
+    leader = ensemble.leader()
+    started = time.monotonic()
+    if how == "killed":
+        ensemble.kill(leader)
+    else:
+        ensemble.kill(leader, signal.SIGSTOP)
+        time.sleep(5)  # the pause ends and the commit goes out meanwhile
+        ensemble.kill(leader)
+    code, out, err = cli.finish()
+    took = time.monotonic() - started
+    assert "Traceback" not in err, err
+    written = all_or_nothing(op)
+    action = op.action()
+    if code == 0:
+        assert written and action.status == "applied" and "created topic big" in out, (out, err, action)
+    else:
+        assert not written and action.status in ("failed", "pending"), (err, action)
+        assert "nothing was written" in err or "stays pending" in err, err
+        if action.status == "pending":  # a later command settles it
+            with ZkSession.open(connect) as zk:
+                reconcile_pending(zk, Store(op.store), "faults", grace=0)
+            assert op.action().status == "failed"
+    recovery(f"ensemble leader {how} during create-topic", took,
+             f"from the leader's loss to the CLI done: exit {code}, {'written' if written else 'nothing written'}")
