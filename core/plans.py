@@ -490,3 +490,90 @@ def settled(snapshot: ClusterSnapshot) -> ClusterSnapshot:
             parts.append(p)
         topics.append(replace(t, partitions=tuple(parts)) if changed else t)
     return replace(snapshot, topics=tuple(topics), in_progress=replace(snapshot.in_progress, reassignment=()))
+
+
+# --- what can keep a reassignment from finishing -------------------------------------------------------
+
+NO_LIVE_ISR_RISK = ("{n} partition(s) have no live in-sync replica ({listed}): their only up-to-date copies are on "
+                    "down broker(s) {down}, so the new replicas have nothing to copy from and the reassignment "
+                    "cannot complete until one of those brokers returns. Meanwhile ZooKeeper-mode Kafka accepts no "
+                    "other reassignment, and rollback waits for it")
+
+
+def _no_live_isr(p, alive: frozenset[int]) -> bool:
+    return not any(b in alive for b in p.isr)
+
+
+def plan_risks(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> list[str]:
+    """What Kafka accepts in a plan but that can keep it from ever finishing: one sentence per kind of risk, to be
+    confirmed exactly (core.topics.require_accepted) before it is written.
+
+    A partition whose replicas change while none of its in-sync replicas is alive: Kafka completes a reassignment
+    only once every target replica is in the ISR, and a new replica can join only by copying from a live one. The
+    sentence lists the partitions (at most LISTED) and the down brokers holding their data."""
+    alive = snapshot.alive_broker_ids
+    current = {(p.topic, p.partition): p for p in snapshot.partitions()}
+    stuck = []
+    for e in plan.entries:
+        p = current.get((e.topic, e.partition))
+        if p is not None and tuple(e.replicas) != p.replicas and _no_live_isr(p, alive):
+            stuck.append(p)
+    if not stuck:
+        return []
+    down = sorted({b for p in stuck for b in (p.isr or p.replicas) if b not in alive})
+    return [NO_LIVE_ISR_RISK.format(n=len(stuck), listed=listing(_tp((p.topic, p.partition)) for p in stuck),
+                                    down=listing(map(str, down)) or "unknown")]
+
+
+class StuckReason(StrEnum):
+    """Why a partition of a running reassignment has not finished yet (the words the Reassign page shows)."""
+
+    NO_LIVE_SOURCE = "no live source"  # no in-sync replica is alive: nothing to copy from
+    TARGET_DOWN = "target broker down"  # a target replica's broker is not registered: it cannot join the ISR
+    NOT_IN_ISR = "target not yet in ISR"  # copying: the new replicas are catching up
+    CONTROLLER = "waiting for the controller"  # every target replica is in the ISR: the controller finishes it
+
+
+@dataclass(frozen=True)
+class Stuck:
+    topic: str
+    partition: int
+    reason: StuckReason
+    brokers: tuple[int, ...]  # the brokers the reason is about
+    advice: str
+
+
+def stuck_reasons(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> list[Stuck]:
+    """For each partition of `plan` still in progress (reassignment_status), why it has not finished and what to
+    do; sorted by how blocked it is (no live source first), then topic and partition."""
+    alive = snapshot.alive_broker_ids
+    current = {(p.topic, p.partition): p for p in snapshot.partitions()}
+    order = list(StuckReason)
+    out = []
+    for s in reassignment_status(plan, snapshot):
+        if s.status != ReassignStatus.IN_PROGRESS:
+            continue
+        p = current[(s.topic, s.partition)]
+        isr = set(p.isr)
+        down = tuple(b for b in s.target if b not in alive)
+        if not (isr & alive):
+            held = tuple(sorted(b for b in (p.isr or p.replicas) if b not in alive))
+            out.append(Stuck(s.topic, s.partition, StuckReason.NO_LIVE_SOURCE, held,
+                             f"Start broker(s) {listing(map(str, held)) or '?'}: the partition's data is only there. "
+                             "Until then it cannot finish and Kafka accepts no other reassignment; cancelling it "
+                             "(Kafka 2.4+) puts it back on its original replicas."))
+        elif down:
+            out.append(Stuck(s.topic, s.partition, StuckReason.TARGET_DOWN, down,
+                             f"Start broker(s) {listing(map(str, down))}: a down broker cannot join the ISR. Or "
+                             "cancel it (Kafka 2.4+) and plan again without that broker."))
+        else:
+            missing = tuple(b for b in s.target if b not in isr)
+            if missing:
+                out.append(Stuck(s.topic, s.partition, StuckReason.NOT_IN_ISR, missing,
+                                 f"Wait: broker(s) {listing(map(str, missing))} are copying the partition and join "
+                                 "the ISR once caught up. If it takes long, check the throttle and those brokers' "
+                                 "logs."))
+            else:
+                out.append(Stuck(s.topic, s.partition, StuckReason.CONTROLLER, (),
+                                 "Wait: every target replica is in sync; the controller completes it next."))
+    return sorted(out, key=lambda x: (order.index(x.reason), x.topic, x.partition))

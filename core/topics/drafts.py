@@ -530,7 +530,16 @@ def draft_delete_topic(snapshot: ClusterSnapshot, name: str) -> DeleteTopicDraft
         raise BusyError(f"Topic {name} is already marked for deletion.",
                         hint=f"/admin/delete_topics/{name} exists; the controller deletes the topic when "
                              "delete.topic.enable is true")
+    warnings = [DELETE_NOTE]
+    moving = sorted({r.partition for r in snapshot.in_progress.reassignment if r.topic == name}
+                    | {p.partition for p in topic.partitions if p.adding_replicas or p.removing_replicas})
+    if moving:
+        # Kafka (ZooKeeper mode) accepts the request; its TopicDeletionManager keeps the topic ineligible for
+        # deletion while any of its partitions is reassigned and resumes the deletion once that completes.
+        warnings.append(f"Topic {name} has {len(moving)} partition(s) being reassigned ({name}-{moving[0]}"
+                        f"{' ...' if len(moving) > 1 else ''}): the controller deletes it only after the "
+                        "reassignment completes")
     return DeleteTopicDraft(name=name, partitions=len(topic.partitions),
                             replicas=sum(len(p.replicas) for p in topic.partitions), topic_id=topic.topic_id,
-                            warnings=[DELETE_NOTE])
+                            warnings=warnings)
 

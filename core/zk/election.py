@@ -28,7 +28,8 @@ from core.model import ClusterSnapshot
 from core.store import Store
 from core.plans import listing
 from core.zk.reader import read_for_write, read_snapshot, refuse_corrupt
-from core.zk.session import Op, ZkSession
+from core.zk.reconcile import settle_unknown_write
+from core.zk.session import Op, ZkSession, ZkWriteOutcomeUnknownError
 from core.zk.tree import ClusterTree
 
 
@@ -96,6 +97,8 @@ def trigger(session: ZkSession, store: Store, *, cluster: str, actor: str | None
               for t in sorted({t for t, _ in keys})]
     try:
         session.multi([*checks, Op("create", zf.PREFERRED_ELECTION, data)])
+    except ZkWriteOutcomeUnknownError as e:  # committed or not: find out, or leave the action pending
+        summary += f" ({settle_unknown_write(session, store, action, e)})"
     except ZkNodeExistsError:
         # someone started one between our read and our write
         store.finish(action, ok=False, result="another election started first")

@@ -6,7 +6,8 @@ stores the plan and its rollback *before* writing, then writes the throttles (to
 configs, each announced by a change notification) and the reassignment node in one multi-op.
 Verify reports every partition as complete, in progress, not at its target, or gone (its topic was
 deleted, or never existed), and removes the throttles once none is in progress or off target.
-ZooKeeper mode cannot cancel a running reassignment.
+Cancel (Kafka 2.4+) goes through the Admin API, the only way to stop a running reassignment (`cancel` below,
+with a core.kafka.admin.KafkaAdmin); before 2.4 a reassignment can only be waited for, then rolled back.
 
 No lost updates: the throttle configs are rewritten from the same read that validated the plan, each
 with that read's znode version, and the multi-op checks the version of every planned topic's node,
@@ -16,10 +17,11 @@ so a topic grown, reassigned or re-configured meanwhile fails the whole write.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from core import zkformat as zf
 from core.errors import (
+    KeelError,
     KRaftControllerError,
     PlanError,
     ReassignmentInProgressError,
@@ -40,21 +42,25 @@ from core.plans import (  # noqa: F401  (re-exported: the statuses and throttle 
     Throttles,
     moving_partitions,
     parse_reassignment,
+    plan_risks,
     reassignment_status,
     rollback_for,
     throttles_for,
     validate_reassignment,
 )
 from core.store import Store
+from core.topics import require_accepted
 from core.zk.reader import read_for_write, refuse_corrupt
-from core.zk.session import Op, ZkSession
+from core.zk.reconcile import settle_unknown_write
+from core.zk.session import Op, ZkSession, ZkWriteOutcomeUnknownError
 from core.zk.tree import ClusterTree
 
 # ZooKeeper refuses a request larger than jute.maxbuffer (1 MiB by default).
 MAX_WRITE_BYTES = 1_000_000
 IN_PROGRESS = "There is an existing assignment running."
-CANNOT_CANCEL = ("ZooKeeper-mode Kafka cannot cancel a running reassignment; wait for it to finish, then execute "
-                 "the rollback")
+CANNOT_CANCEL = ("A reassignment is running: cancel it first (Kafka 2.4+: `python -m core cancel --bootstrap-server "
+                 "HOST:PORT`), or wait for it to finish, then execute the rollback; Kafka before 2.4 cannot cancel a "
+                 "running reassignment")
 
 
 def _config_ops(tree: ClusterTree, path: str, entity: str, update: dict[str, str | None]) -> list[Op]:
@@ -121,7 +127,11 @@ class Executed:
 
 
 def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster: str,
-            throttle: int | None = None, actor: str | None = None) -> Executed:
+            throttle: int | None = None, actor: str | None = None,
+            accept_risks: bool | Sequence[str] = ()) -> Executed:
+    """Write `plan` (see the module doc). Refused with RiskNotAcceptedError, before anything is written, while the
+    live cluster gives it a risk (core.plans.plan_risks: a partition with no live in-sync replica, which would keep
+    the reassignment from ever completing) that `accept_risks` does not list word for word (True accepts any)."""
     if throttle is not None and throttle <= 0:
         raise ValidationError(f"--throttle must be a positive number of bytes per second, got {throttle}")
     if session.exists(zf.REASSIGN):
@@ -135,6 +145,7 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
         read_from += [zf.broker_config_path(b.id) for b in snap.brokers]
     refuse_corrupt(snap, read_from, "start a reassignment")
     warnings = [w for w in validate_reassignment(plan, snap) if "is in progress" not in w]
+    require_accepted(plan_risks(plan, snap), accept_risks)
     rollback = rollback_for(plan, snap)
     moving = moving_partitions(plan, snap)
     throttles = throttles_for(plan, snap, throttle) if throttle is not None and moving else None
@@ -160,6 +171,10 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
                          rollback=rollback.to_json(), actor=actor)
     try:
         _multi(session, ops)
+    except ZkWriteOutcomeUnknownError as e:  # committed or not: find out, or leave the action pending
+        note = settle_unknown_write(session, store, action, e)
+        warnings.append(note)
+        summary += f" ({note})"
     except ZkNodeExistsError:
         store.finish(action, ok=False, result=IN_PROGRESS)
         raise ReassignmentInProgressError(IN_PROGRESS) from None
@@ -231,10 +246,14 @@ def verify(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster:
                              payload={"topics": topics}, actor=actor)
         try:
             removed = remove_throttles(session, topics, snap, tree)
+        except ZkWriteOutcomeUnknownError as e:
+            settle_unknown_write(session, store, action, e)
+            removed = True
         except Exception as e:
             store.finish(action, ok=False, result=str(e))
             raise
         store.finish(action, ok=True, result="removed" if removed else "no throttles were set")
+        store.mark_completed(cluster, plan.to_json())  # the reassignment's own row: when it was found complete
     return Verified(tuple(statuses), removed)
 
 
@@ -242,12 +261,136 @@ def verify(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster:
 
 
 def rollback(session: ZkSession, store: Store, action_id: int, *, cluster: str, throttle: int | None = None,
-             actor: str | None = None) -> Executed:
+             actor: str | None = None, accept_risks: bool | Sequence[str] = ()) -> Executed:
     """Execute the rollback saved with a reassignment, once that reassignment has finished."""
     action = store.action(action_id)
-    if action is None or action.kind != "reassignment" or not action.rollback:
+    if action is None or action.kind not in ("reassignment", "rollback") or not action.rollback:
         raise ValidationError(f"action {action_id} is not a recorded reassignment with a rollback")
     if session.exists(zf.REASSIGN):
         raise ReassignmentInProgressError(CANNOT_CANCEL)
-    return execute(session, store, parse_reassignment(action.rollback), cluster=cluster, throttle=throttle,
-                   actor=actor)
+    with store.recording_rollback_of(action_id):  # recorded as kind "rollback", linked to action_id
+        return execute(session, store, parse_reassignment(action.rollback), cluster=cluster, throttle=throttle,
+                       actor=actor, accept_risks=accept_risks)
+
+
+# --- cancel (Kafka 2.4+, through the Admin API) ----------------------------------------------------
+
+
+class CancelFailedError(KeelError):
+    """Kafka refused to cancel the reassignment of some partitions (Kafka's --cancel wording)."""
+
+
+class ReassignmentAdmin(Protocol):
+    """What `cancel` needs from Kafka's Admin API (core.kafka.admin.KafkaAdmin; a stub in unit tests)."""
+
+    def require_cancel(self) -> None: ...
+
+    def reassignments(self, partitions: Iterable[tuple[str, int]] | None = None) -> Mapping[tuple[str, int], Any]: ...
+
+    def cancel_reassignments(self, partitions: Iterable[tuple[str, int]]) -> Mapping[tuple[str, int], str | None]: ...
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    action_id: int | None  # None when none of the partitions had a running reassignment
+    cancelled: tuple[tuple[str, int], ...]
+    not_running: tuple[tuple[str, int], ...]  # asked for, but no reassignment of theirs is running
+    # Kafka's cancel puts a partition back on its original replicas in the order of the reassignment's replica
+    # list (target first), which may not be the original order (so another preferred leader):
+    # (partition, order after the cancel, order before the reassignment, the reassignment's action id)
+    reordered: tuple[tuple[tuple[str, int], tuple[int, ...], tuple[int, ...], int], ...]
+    throttles_removed: bool
+
+
+def cancel(session: ZkSession, store: Store, admin: ReassignmentAdmin, *, cluster: str,
+           partitions: Iterable[tuple[str, int]] | None = None, preserve_throttles: bool = False,
+           actor: str | None = None) -> Cancelled:
+    """kafka-reassign-partitions --cancel: cancel the running reassignment of `partitions` (None: every running
+    one) through the Admin API's alterPartitionReassignments with no target; the controller moves each back to
+    its original replicas (dropping the replicas being added) and removes it from /admin/reassign_partitions.
+    Then, unless `preserve_throttles`, removes the throttles as Kafka's --cancel does (the topics' throttled
+    replica lists and every broker's rates; with `partitions` None also every other topic's throttle lists).
+
+    Refused before anything is written when the brokers are older than 2.4 (`admin.require_cancel`). Both
+    writes are recorded: the cancel ("cancel-reassignment") and the throttle removal ("remove-throttles")."""
+    admin.require_cancel()
+    snap, _ = _live(session)
+    requested = None if partitions is None else sorted({(str(t), int(p)) for t, p in partitions})
+    running = admin.reassignments(requested)
+    requested = sorted(running) if requested is None else requested
+    targets = [k for k in requested if k in running]
+    action_id = None
+    if targets:
+        shown = ", ".join(f"{t}-{p}" for t, p in targets[:20]) + (" ..." if len(targets) > 20 else "")
+        summary = f"cancel the running reassignment of {len(targets)} partitions"
+        action_id = store.begin(cluster=cluster, kind="cancel-reassignment", target=shown[:200], summary=summary,
+                                payload={"api": "alterPartitionReassignments (no target)", "partitions": [
+                                    {"topic": t, "partition": p, "replicas": list(running[(t, p)].replicas),
+                                     "adding_replicas": list(running[(t, p)].adding),
+                                     "removing_replicas": list(running[(t, p)].removing)} for t, p in targets]},
+                                actor=actor)
+        try:
+            errors = admin.cancel_reassignments(targets)
+        except Exception as e:
+            store.finish(action_id, ok=False, result=str(e))
+            raise
+        failed = {k: v for k, v in errors.items() if v}
+        if failed:
+            message = (f"Error cancelling partition reassignment{'s' if len(failed) > 1 else ''} for:\n"
+                       + "\n".join(f"{t}-{p}: {failed[(t, p)]}" for t, p in sorted(failed)))
+            done = [k for k in targets if k not in failed]
+            if done:
+                message += "\n(cancelled: " + ", ".join(f"{t}-{p}" for t, p in done) + ")"
+            store.finish(action_id, ok=bool(done), result=message)
+            raise CancelFailedError(message, hint="the throttles were left in place: run the cancel again, or "
+                                                  "verify once the reassignment has finished")
+        store.finish(action_id, ok=True, result=f"cancelled {len(targets)} partitions")
+    removed = False
+    if not preserve_throttles:
+        snap, tree = _live(session)  # after the cancel: the config versions the removal checks
+        topics = {t for t, _ in requested}
+        if partitions is None:
+            topics |= {t.name for t in snap.topics if LEADER_THROTTLED in t.config or FOLLOWER_THROTTLED in t.config}
+        removed = _remove_throttles_recorded(session, store, sorted(topics), snap, tree, cluster=cluster,
+                                             summary="reassignment cancelled: throttles removed", actor=actor)
+    return Cancelled(action_id, tuple(targets), tuple(k for k in requested if k not in running),
+                     _reordered(store, cluster, {k: running[k] for k in targets}), removed)
+
+
+def _remove_throttles_recorded(session: ZkSession, store: Store, topics: list[str], snap: ClusterSnapshot,
+                               tree: ClusterTree, *, cluster: str, summary: str, actor: str | None) -> bool:
+    action = store.begin(cluster=cluster, kind="remove-throttles", target=", ".join(topics)[:200] or "brokers",
+                         summary=summary, payload={"topics": topics}, actor=actor)
+    try:
+        removed = remove_throttles(session, topics, snap, tree)
+    except ZkWriteOutcomeUnknownError as e:
+        settle_unknown_write(session, store, action, e)
+        return True
+    except Exception as e:
+        store.finish(action, ok=False, result=str(e))
+        raise
+    store.finish(action, ok=True, result="removed" if removed else "no throttles were set")
+    return removed
+
+
+def _reordered(store: Store, cluster: str, cancelled: Mapping[tuple[str, int], Any]):
+    """Cancelled partitions whose replica order after the cancel differs from the order the latest recorded
+    reassignment of this cluster saved in its rollback."""
+    if not cancelled:
+        return ()
+    left = dict(cancelled)
+    out = []
+    for action in store.actions(cluster, limit=200):
+        if not left:
+            break
+        if action.kind not in ("reassignment", "rollback") or action.status != "applied" or not action.rollback:
+            continue
+        try:
+            before = parse_reassignment(action.rollback).assignment()
+        except KeelError:
+            continue
+        for key in [k for k in left if k in before]:
+            after = tuple(left.pop(key).origin)
+            if set(after) == set(before[key]) and after != tuple(before[key]):
+                out.append((key, after, tuple(before[key]), action.id))
+    return tuple(sorted(out))

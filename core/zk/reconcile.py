@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from core import zkformat as zf
-from core.errors import KeelError
+from core.errors import KeelError, ZooKeeperUnreachableError
 from core.store import Action, Store
-from core.zk.session import ZkSession
+from core.zk.session import ZkSession, ZkWriteOutcomeUnknownError
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class Reconciled:
     kind: str
     target: str
     result: str  # what was stored as the action's result
+    why: str = ""  # how it was judged, e.g. "/brokers/topics/t has topic id ..."
 
     @property
     def verdict(self) -> str:
@@ -94,25 +95,69 @@ def reconcile_pending(session: ZkSession, store: Store, cluster: str, *, grace: 
     session.sync()  # see every write committed before now, whichever server committed it
     out = []
     for action in rows:
-        check = _CHECKS.get(action.kind, _check_ops)
-        try:
-            verdict = check(session, action)
-        except (KeelError, KeyError, TypeError, ValueError) as e:
-            log.warning("action #%s (%s %s) is pending and could not be reconciled: %s", action.id, action.kind,
-                        action.target, e)
-            continue
-        if verdict is None:
-            log.warning("action #%s (%s %s) is pending and could not be reconciled: unknown payload", action.id,
-                        action.kind, action.target)
-            continue
-        applied, why = verdict
-        result = (f"reconciled: the write was found in ZooKeeper ({why})" if applied
-                  else f"reconciled: not applied ({why})")
-        if action.kind == "preferred-election" and UNKNOWN_ELECTION in why:
-            result = f"reconciled: {why}"
-        if store.resolve(action.id, applied, result):
-            out.append(Reconciled(action.id, applied, action.kind, action.target, result))
+        settled = _judge(session, store, action)
+        if settled is not None:
+            out.append(settled)
     return out
+
+
+def _judge(session: ZkSession, store: Store, action: Action, *, certain_only: bool = False) -> Reconciled | None:
+    check = _CHECKS.get(action.kind, _check_ops)
+    try:
+        verdict = check(session, action)
+    except (KeelError, KeyError, TypeError, ValueError) as e:
+        log.warning("action #%s (%s %s) is pending and could not be reconciled: %s", action.id, action.kind,
+                    action.target, e)
+        return None
+    if verdict is None:
+        log.warning("action #%s (%s %s) is pending and could not be reconciled: unknown payload", action.id,
+                    action.kind, action.target)
+        return None
+    applied, why = verdict
+    result = (f"reconciled: the write was found in ZooKeeper ({why})" if applied
+              else f"reconciled: not applied ({why})")
+    if action.kind == "preferred-election" and UNKNOWN_ELECTION in why:
+        if certain_only:
+            return None
+        result = f"reconciled: {why}"
+    if store.resolve(action.id, applied, result):
+        return Reconciled(action.id, applied, action.kind, action.target, result, why)
+    return None
+
+
+def settle_unknown_write(session: ZkSession, store: Store, action_id: int, error: ZkWriteOutcomeUnknownError) -> str:
+    """Right after a write of `action_id` ended in ZkWriteOutcomeUnknownError (its row still pending): find out
+    whether it was applied. Returns a note for the caller's report when it was (the caller then goes on as after
+    a success); raises when it was not (nothing was written) or when nobody can tell yet (the row stays pending
+    and a later reconcile_pending settles it).
+
+    After a lost connection the session usually comes back within the connect timeout (another server of the
+    ensemble, or the same one restarted): wait that long. After a write timeout ZooKeeper has been silent for
+    long already: judge only if the session is connected now. A write kazoo still holds in its queue is sent
+    before the reads of the check (one session's requests are processed in order), so the check sees it."""
+    wait = 0.0 if error.timed_out else session.settings.connect_timeout
+    deadline = time.monotonic() + wait
+    while not session.connected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    settled = None
+    action = store.action(action_id)
+    if session.connected and action is not None and action.status == "pending":
+        try:
+            session.sync()
+        except KeelError as e:
+            log.info("could not sync to settle action #%s: %s", action_id, e)
+        else:
+            settled = _judge(session, store, action, certain_only=True)
+    if settled is None:
+        raise ZkWriteOutcomeUnknownError(
+            f"{error.message}. Action #{action_id} stays pending in the action history: a Keel write command "
+            f"against this cluster run {GRACE_SECONDS:g} s or more from now (or the dashboard connecting to it) "
+            "checks ZooKeeper and records whether it was applied", error.path,
+            timed_out=error.timed_out)
+    if not settled.applied:
+        raise ZooKeeperUnreachableError(f"{error.message}; after reconnecting, ZooKeeper shows it was not applied "
+                                        f"({settled.why}): nothing was written (action #{action_id}). Try again.")
+    return f"{error.message}; after reconnecting, ZooKeeper shows it applied ({settled.why})"
 
 
 # --- the checks: (applied, why) or None when the payload says nothing checkable --------------------------
@@ -323,6 +368,7 @@ _CHECKS: dict[str, Callable[[ZkSession, Action], Verdict]] = {
     "alter-config": _check_alter_config,
     "delete-topic": _check_delete_topic,
     "reassignment": _check_reassignment,
+    "rollback": _check_reassignment,  # a reassignment's rollback is a reassignment (core.store records its own kind)
     "remove-throttles": _check_remove_throttles,
     "preferred-election": _check_preferred_election,
 }

@@ -9,8 +9,10 @@ asynchronous requests in flight instead of paying one round trip per znode.
 from __future__ import annotations
 
 import logging
+import re
 import ssl
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -18,15 +20,17 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     AuthFailedError,
     BadVersionError,
+    ConnectionLoss,
     KazooException,
     NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
     RolledBackError,
+    SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import EventType
+from kazoo.protocol.states import EventType, KeeperState
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
@@ -53,6 +57,19 @@ from core.zk.wire import WireReader, WireSettings
 
 log = logging.getLogger(__name__)
 
+
+class _RedactAuth(logging.Filter):
+    """kazoo logs every request at its lowest level, the digest `Auth(... auth='user:password')` included: keep the
+    password out of every log line (issue 17: no secret in a log)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if any(type(a).__name__ == "Auth" for a in (record.args or ()) if not isinstance(record.args, dict)):
+            record.msg, record.args = re.sub(r"auth='[^']*'", "auth='<redacted>'", record.getMessage()), ()
+        return True
+
+
+logging.getLogger("keel.kazoo").addFilter(_RedactAuth())
+
 @dataclass(frozen=True)
 class Node:
     path: str
@@ -78,6 +95,15 @@ _EVENT_KIND = {
 
 def _wrap(fn: WatchFn):
     return lambda event: fn(event.path, _EVENT_KIND.get(event.type, "none"))
+
+
+class ZkWriteOutcomeUnknownError(ZkOperationError):
+    """A write (all or nothing) with no answer: connection or session lost, or no answer within the write timeout
+    (`timed_out`). It may be committed; its pending action is settled by core.zk.reconcile."""
+
+    def __init__(self, message: str, path: str | None = None, *, timed_out: bool = False):
+        super().__init__(message, path)
+        self.timed_out = timed_out
 
 
 def _translate(e: Exception, path: str | None) -> Exception:
@@ -160,7 +186,7 @@ class ZkSession:
 
     def start(self) -> None:
         try:
-            self._client.start(timeout=self.settings.connect_timeout)
+            self._start_client()
         except KazooTimeoutError:
             self.close()
             raise ZooKeeperUnreachableError(
@@ -174,9 +200,29 @@ class ZkSession:
             self.close()
             raise ZooKeeperUnreachableError(f"could not connect to ZooKeeper at {self.target.hosts_text}: {e}") from None
 
+    def _start_client(self) -> None:
+        """kazoo's start() without its stop() on a timeout, which waits out the connection attempt in flight (the
+        session timeout against a stalled server: "could not connect within 2 s" after 15 s). close() does not."""
+        self._client.start_async().wait(timeout=self.settings.connect_timeout)
+        if self._client.client_state == KeeperState.AUTH_FAILED:
+            raise AuthFailedError()
+        if not self._client.connected:
+            raise KazooTimeoutError("Connection time-out")
+        if self._client.chroot and not self._client.exists("/"):
+            warnings.warn("No chroot path exists, the chroot path should be created before normal use.")
+
     def close(self) -> None:
         with self._lock:
             self._close_wire()
+        if self.connected:
+            self._stop_client()
+            return
+        # Not connected: kazoo's stop() would wait out a connection attempt in flight (see _start_client).
+        closer = threading.Thread(target=self._stop_client, name="keel-zk-close", daemon=True)
+        closer.start()
+        closer.join(timeout=1.0)
+
+    def _stop_client(self) -> None:
         try:
             self._client.stop()
         finally:
@@ -495,8 +541,14 @@ class ZkSession:
                         raise _translate(e, p) from None
         return count
 
+    @property
+    def write_timeout(self) -> float:
+        s = self.settings
+        return s.write_timeout if s.write_timeout is not None else s.session_timeout + s.connect_timeout
+
     def multi(self, ops: Iterable[Op]) -> list[str | None]:
-        """Apply ops atomically (ZooKeeper multi). Raises the translated error of the op that failed."""
+        """Apply ops atomically (ZooKeeper multi). Raises the translated error of the op that failed, or
+        ZkWriteOutcomeUnknownError when no answer came (within `write_timeout`, connection or session lost)."""
         ops = list(ops)
         tx = self._client.transaction()
         created: list[tuple[str, tuple[zacl.Acl, ...]]] = []
@@ -515,8 +567,18 @@ class ZkSession:
             else:
                 raise ValueError(f"unknown op kind {op.kind!r}")
         faults.pause("before-multi")
+        timeout = self.write_timeout
         try:
-            results = tx.commit()
+            results = tx.commit_async().get(timeout=timeout)
+        except (ConnectionLoss, SessionExpiredError, KazooTimeoutError) as e:
+            # Sent, or queued to be sent on reconnect, and unanswered: committed or not, nobody can say here.
+            why = {KazooTimeoutError: f"ZooKeeper did not answer within {timeout:g} s",
+                   ConnectionLoss: "the connection to ZooKeeper was lost before it answered"}.get(
+                type(e), "the ZooKeeper session expired before it answered")
+            first = ops[0].path if ops else None
+            raise ZkWriteOutcomeUnknownError(f"{why}: the write ({len(ops)} operations on {first} ...) may or may "
+                                             "not have been applied", first,
+                                             timed_out=isinstance(e, KazooTimeoutError)) from None
         except KazooException as e:
             raise _translate(e, None) from None
         for op, res in zip(ops, results):

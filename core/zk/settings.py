@@ -72,6 +72,9 @@ class ZkSettings:
     connect_timeout: float = 10.0
     session_timeout: float = 15.0
     retries: int = 3
+    # How long a write waits for ZooKeeper's answer (None: session_timeout + connect_timeout). kazoo queues a
+    # write while it reconnects, for as long as that takes; past this bound its outcome is unknown (ZkSession.multi).
+    write_timeout: float | None = None
 
     @classmethod
     def from_cluster(cls, cluster) -> "ZkSettings":

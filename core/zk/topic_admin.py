@@ -43,7 +43,8 @@ from core.topics import (
     require_accepted,
 )
 from core.zk.reader import read_for_write, refuse_corrupt
-from core.zk.session import Op, ZkSession
+from core.zk.reconcile import settle_unknown_write
+from core.zk.session import Op, ZkSession, ZkWriteOutcomeUnknownError
 from core.zk.tree import ClusterTree
 
 
@@ -111,6 +112,9 @@ def _run(session: ZkSession, store: Store, action_id: int, ops: list[Op], summar
          translate: Mapping[type, KeelError] | None = None) -> Applied:
     try:
         results = session.multi(ops)
+    except ZkWriteOutcomeUnknownError as e:  # committed or not: find out, or leave the action pending
+        summary += f" ({settle_unknown_write(session, store, action_id, e)})"
+        results = [None] * len(ops)
     except KeelError as e:
         mapped = next((err for kind, err in (translate or {}).items() if isinstance(e, kind)), e)
         store.finish(action_id, ok=False, result=str(mapped))
