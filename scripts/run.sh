@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make run`: local ZooKeeper -> seeded demo cluster -> controller emulator (background) -> Streamlit (foreground).
-# Ctrl-C in Streamlit stops the controller, and ZooKeeper too if this script started it; so does a TERM to make
-# (make passes it on) and the death of whoever started it (make killed outright).
+# `make run KAFKA=real`: local ZooKeeper -> 3 REAL Kafka brokers (chroot /keel-real) -> demo topics created through
+# Keel, filled with data, one broker stopped -> Streamlit; no emulator.
+# Ctrl-C in Streamlit stops the controller (or the brokers), and ZooKeeper too if this script started it; so does a
+# TERM to make (make passes it on) and the death of whoever started it (make killed outright).
 # `scripts/run.sh --stop` (make stop) stops whatever a previous run left behind.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -9,11 +11,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ZK_PORT="${ZK_PORT:-2181}"
 PORT="${PORT:-8501}"
 RUN_DIR="$(realpath -m "${RUN_DIR:-.run}")"   # absolute: KEEL_CONFIG below points into it
+export RUN_DIR   # all runtime state follows it: the action history (core.store), the fleet store, Kafka's jars
 ZK_DIR="$RUN_DIR/zk"
 CONTROLLER_PID="$RUN_DIR/controller.pid"
 CONTROLLER_LOG="$RUN_DIR/controller.log"
 ZK_STARTED_MARK="$RUN_DIR/zk.started-by-run"
 ZK="127.0.0.1:${ZK_PORT}/keel-demo"
+KAFKA="${KAFKA:-}"                                # "real": real Kafka brokers instead of the sandbox and its emulator
+KAFKA_DIR="$RUN_DIR/kafka-cluster"                 # core.sandbox.kafka's run folder: configs, data, logs, pids
+KAFKA_STARTED_MARK="$RUN_DIR/kafka.started-by-run"
+REAL_ZK="127.0.0.1:${ZK_PORT}/keel-real"
+case "$KAFKA" in
+    ""|sandbox|real) ;;
+    *) echo "run.sh: KAFKA must be unset (the sandbox) or real, not '$KAFKA'" >&2; exit 2 ;;
+esac
 if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
 
 stop_controller() {
@@ -30,6 +41,14 @@ stop_controller() {
     rm -f "$CONTROLLER_PID"
 }
 
+# The real brokers, by the PIDs in their run folder (core.sandbox.kafka checks each is still that broker's JVM):
+# controlled shutdown, then SIGKILL. Only a cluster this script started (a previous run's, after a crash, too).
+stop_kafka() {
+    [ -f "$KAFKA_STARTED_MARK" ] || return 0
+    "$PY" -m core kafka down --dir "$KAFKA_DIR" || true
+    rm -f "$KAFKA_STARTED_MARK"
+}
+
 stop_zk() {
     "$PY" -m core.sandbox.zkserver stop --dir "$ZK_DIR"
     rm -f "$ZK_STARTED_MARK"
@@ -37,6 +56,7 @@ stop_zk() {
 
 if [ "${1:-}" = "--stop" ]; then
     stop_controller
+    stop_kafka
     stop_zk
     exit 0
 fi
@@ -64,6 +84,7 @@ cleanup() {
         kill -KILL "$STREAMLIT_PID" 2>/dev/null || true
     fi
     stop_controller
+    stop_kafka   # before ZooKeeper: a controlled shutdown needs it
     if [ -f "$ZK_STARTED_MARK" ]; then stop_zk; fi
 }
 trap cleanup EXIT
@@ -77,6 +98,58 @@ if [ "$PARENT_PID" -gt 1 ]; then
     WATCHDOG_PID=$!
 fi
 
+if [ "$KAFKA" = "real" ]; then
+    # 2r. Real brokers: Apache Kafka's jars (fetched once into RUN_DIR/kafka/<version>), 3 brokers in their own
+    #     chroot, started in the background (their own session: Ctrl-C reaches this script, which stops them).
+    scripts/kafka.sh fetch
+    if ! "$PY" -m core kafka status --dir "$KAFKA_DIR" >/dev/null 2>&1; then touch "$KAFKA_STARTED_MARK"; fi
+    up="$("$PY" -m core kafka up --zk "$REAL_ZK" --dir "$KAFKA_DIR" --brokers 3)"
+    echo "$up"
+    BOOTSTRAP="$(sed -n 's/^bootstrap servers: //p' <<<"$up")"
+
+    # 3r. The dashboard's cluster list: the [keel]/[auth] settings of KEEL_CONFIG (else keel.toml) and one cluster,
+    #     `real`, with the brokers' bootstrap servers (partition sizes and cancel through the Admin API).
+    base="${KEEL_CONFIG:-$PWD/keel.toml}"
+    KEEL_CONFIG="$RUN_DIR/keel.toml"
+    { awk '/^\[clusters[].]/ {exit} {print}' "$base"
+      printf '[clusters.real]\nzk = "%s"\nbootstrap = "%s"\ndescription = "%s"\n' "$REAL_ZK" "$BOOTSTRAP" \
+          "Real Apache Kafka brokers started by make run KAFKA=real"
+    } > "$KEEL_CONFIG.tmp"
+    mv "$KEEL_CONFIG.tmp" "$KEEL_CONFIG"
+    export KEEL_CONFIG
+    echo "cluster config: $KEEL_CONFIG"
+
+    # 4r. Demo topics created through Keel (Kafka's placement, rack-aware), data written so that partitions have real
+    #     sizes, then broker 3 stopped so that the Overview shows a broker down. A topic left by an earlier run is kept.
+    created=()
+    create_demo_topic() {
+        local name="$1" out
+        shift
+        if out="$("$PY" -m core create-topic --zk "$REAL_ZK" --cluster real --store "$RUN_DIR/keel.sqlite" \
+                  --topic "$name" "$@" 2>&1)"; then
+            created+=("$name")
+        elif grep -q "already exists" <<<"$out"; then
+            echo "topic $name already exists"
+            return 0
+        else
+            echo "$out" >&2
+            return 1
+        fi
+        echo "created topic $name"
+    }
+    create_demo_topic orders --partitions 12 --replication-factor 3
+    create_demo_topic payments --partitions 6 --replication-factor 3 --config min.insync.replicas=2
+    create_demo_topic clicks --partitions 8 --replication-factor 2
+    create_demo_topic inventory --partitions 3 --replication-factor 3 --config retention.ms=604800000
+    create_demo_topic audit-log --partitions 1 --replication-factor 2
+    sizes=()
+    for t in "${created[@]}"; do
+        case "$t" in orders) b=6000000 ;; clicks) b=3000000 ;; payments) b=2000000 ;; *) b=500000 ;; esac
+        sizes+=(--topic "$t:$b")
+    done
+    if [ ${#sizes[@]} -gt 0 ]; then "$PY" -m core.kafka.demo --bootstrap-server "$BOOTSTRAP" "${sizes[@]}"; fi
+    "$PY" -m core kafka broker stop 3 --dir "$KAFKA_DIR"
+else
 # 2. The dashboard's cluster list: KEEL_CONFIG if set, else keel.toml (its demo cluster assumes port 2181).
 if [ -z "${KEEL_CONFIG:-}" ]; then
     if [ "$ZK_PORT" = "2181" ]; then
@@ -99,6 +172,7 @@ stop_controller
 nohup "$PY" -m core sandbox controller --zk "$ZK" >>"$CONTROLLER_LOG" 2>&1 &
 echo $! > "$CONTROLLER_PID"
 echo "controller emulator running (pid $(cat "$CONTROLLER_PID"), log $CONTROLLER_LOG)"
+fi
 
 # 5. The dashboard. Started as a child we `wait` for, so that a signal to this script alone (docker stop -> PID 1)
 #    runs the cleanup at once instead of after Streamlit happens to exit. 127.0.0.1 unless told otherwise (the

@@ -1,7 +1,7 @@
 """The shape of the code, enforced: who may import what (read from every module's AST, nothing imported).
 
 - kazoo only in core/zk (and the sandbox's ZooKeeper server manager); pyspark only in core/fleet; streamlit only
-  in dashboard/;
+  in dashboard/; kafka-python (`kafka`) only in core/kafka;
 - the pure modules (model, errors, zkformat, assignment, topics, health, elections, plans, balance) import no
   I/O library and open no file;
 - core never imports dashboard; pure modules never import the adapters (core.zk, core.store, core.fleet,
@@ -93,6 +93,7 @@ def internal(names: set[str]) -> set[str]:
     ("kazoo", ("core.zk", "core.sandbox.zkserver")),
     ("pyspark", ("core.fleet",)),
     ("streamlit", ("dashboard",)),
+    ("kafka", ("core.kafka",)),  # kafka-python (tests/ may use it too: only core/ and dashboard/ are scanned)
 ])
 def test_third_party_libraries_stay_in_their_package(library, allowed):
     offenders = sorted(m for m, deps in IMPORTS.items()

@@ -7,7 +7,8 @@ The tool prints two progress lines before the JSON ("Querying brokers for log di
 "Received log directory information from brokers 0,1,2"); pasting its whole output is accepted.
 A partition's size is the largest of its replicas' sizes (a lagging follower holds less), future replicas
 (`isFuture`, an intra-broker move in flight) are ignored, and a log dir with an error contributes nothing.
-Pure: no I/O.
+The same document comes from the Admin API when Keel can reach the brokers (core.kafka.admin.KafkaAdmin.log_dirs,
+`plan --bootstrap-server`): `sizes_from_log_dirs` applies the same rules to both. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ def parse_log_dirs(text: str | bytes) -> PartitionSizes:
         raise PlanError(f"log-dirs data is not valid JSON: {e}") from None
     except RecursionError:  # thousands of nested arrays: Python's parser runs out of stack
         raise PlanError("log-dirs data is nested too deeply to be what kafka-log-dirs.sh prints") from None
+    return sizes_from_log_dirs(doc)
+
+
+def sizes_from_log_dirs(doc: Any) -> PartitionSizes:
+    """(topic, partition) -> bytes from the decoded document (what `parse_log_dirs` reads, and what
+    core.kafka builds from the Admin API's describeLogDirs, so both give sizes by the same rules)."""
     brokers = doc.get("brokers") if isinstance(doc, dict) else None
     if not isinstance(brokers, list):
         raise PlanError('log-dirs data must be an object with a "brokers" list')

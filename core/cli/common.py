@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from core.errors import SecretError
+from core.errors import SecretError, ValidationError
 
 if TYPE_CHECKING:
     from core.zk.session import ZkSession
@@ -38,6 +38,34 @@ def add_zk_options(p: argparse.ArgumentParser, required: bool = True) -> None:
     g.add_argument("--zk-tls-key", metavar="PEM", help="client key for TLS")
     g.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
                    help="give up connecting after S seconds (default 10)")
+    g.add_argument("--write-timeout", type=float, metavar="S",
+                   help="wait at most S seconds for ZooKeeper to confirm a write (default: the session timeout, 15, "
+                        "plus the connect timeout); past it Keel says the outcome is unknown and keeps the action "
+                        "pending until a later command finds out")
+
+
+# --- Kafka's Admin API (core.kafka): what only the brokers know ------------------------------
+
+
+def add_bootstrap_option(p: argparse.ArgumentParser, help: str) -> None:
+    g = p.add_argument_group("Kafka (Admin API)")
+    g.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help=help)
+    g.add_argument("--kafka-timeout", type=float, default=10.0, metavar="S",
+                   help="give up on a broker request after S seconds (default 10)")
+
+
+@contextmanager
+def kafka_admin(args: argparse.Namespace, needed_for: str):
+    """A core.kafka.admin.KafkaAdmin on --bootstrap-server, closed afterwards; a clear error without one."""
+    if not getattr(args, "bootstrap_server", None):
+        raise ValidationError(f"{needed_for} needs Kafka's Admin API: give --bootstrap-server HOST:PORT[,HOST:PORT]")
+    from core.kafka.admin import KafkaAdmin
+
+    admin = KafkaAdmin(args.bootstrap_server, timeout=args.kafka_timeout)
+    try:
+        yield admin
+    finally:
+        admin.close()
 
 
 DIGEST_ENV = "KEEL_ZK_DIGEST"
@@ -97,8 +125,11 @@ def zk_session(args: argparse.Namespace) -> Iterator[ZkSession]:
     tls = None
     if args.zk_tls_ca or args.zk_tls_cert or args.zk_tls_key:  # a key alone is an error the session names
         tls = TlsOptions(ca=args.zk_tls_ca, cert=args.zk_tls_cert, key=args.zk_tls_key)
+    write_timeout = getattr(args, "write_timeout", None)
+    if write_timeout is not None and not write_timeout > 0:
+        raise ValidationError(f"--write-timeout must be a positive number of seconds, got {write_timeout:g}")
     session = ZkSession.open(ZkSettings(connect=args.zk, digest=zk_digest(args), tls=tls,
-                                        connect_timeout=args.connect_timeout))
+                                        connect_timeout=args.connect_timeout, write_timeout=write_timeout))
     try:
         if hasattr(args, "store"):  # a command that records actions: settle what an interrupted run left pending
             _reconcile_pending(session, args)
@@ -150,3 +181,55 @@ def quiet_kazoo(level: int = logging.CRITICAL) -> Iterator[None]:
             log.setLevel(was)
 
 
+
+
+# --- who acts: the CLI's identity and role (core.access), recorded with every action ---------------------
+
+# The commands that write to ZooKeeper and the role each needs (core.access.needed_role's split).
+WRITE_COMMANDS = {"create-topic": "create-topic", "add-partitions": "add-partitions", "alter-config": "alter-config",
+                  "delete-topic": "delete-topic", "elect": "preferred-election", "execute": "reassignment",
+                  "verify": "remove-throttles", "rollback": "rollback", "cancel": "cancel-reassignment"}
+
+
+@contextmanager
+def acting_as_cli(args: argparse.Namespace) -> Iterator[None]:
+    """Run a command as source `cli` with the OS user ($KEEL_ACTOR overrides): a write command is checked against
+    keel.toml's [access] first (core.access: the CLI keeps every right unless a `cli` principal is named there),
+    a refusal is recorded in the action history, and every action the command records carries actor, source and
+    role. keel.toml is read only when it exists (KEEL_CONFIG, else the checkout's); read-only commands skip all."""
+    command = getattr(args, "command", None)
+    kind = WRITE_COMMANDS.get(command)
+    if kind is None or getattr(args, "dry_run", False):
+        yield
+        return
+    from core import access
+    from core.config import config_path, load_config
+    from core.store import Store, acting, default_actor
+
+    who = access.cli_identity(default_actor())
+    decision = access.Decision(access.Role.ADMIN, "no keel.toml")
+    if config_path().is_file():
+        config = load_config()
+        cluster = _configured_cluster(config, args)
+        try:
+            decision = access.check(who, config, cluster, access.needed_role(kind), command)
+        except access.RoleDeniedError as e:
+            if hasattr(args, "store"):
+                try:
+                    Store(args.store).record(cluster=getattr(args, "cluster", None) or getattr(args, "zk", "") or "",
+                                             kind="refused", target=command, summary=f"refused: {command}",
+                                             result=str(e), actor=who.actor, source=who.source, role=e.role.value)
+                except Exception as store_error:  # the refusal itself is what the user must see
+                    logging.getLogger(__name__).info("could not record the refusal: %s", store_error)
+            raise
+    with acting(who.actor, who.source, decision.role.value):
+        yield
+
+
+def _configured_cluster(config, args: argparse.Namespace) -> str | None:
+    """The keel.toml cluster a command acts on: --cluster when configured, else the one with this --zk."""
+    name = getattr(args, "cluster", None)
+    if name in config.clusters:
+        return name
+    zk = (getattr(args, "zk", None) or "").strip()
+    return next((c.name for c in config.clusters.values() if c.zk == zk), None)

@@ -1,9 +1,11 @@
-"""Reassignment commands of `python -m core`: plan, execute, verify, rollback.
+"""Reassignment commands of `python -m core`: plan, execute, verify, rollback, cancel.
 
 `plan` reads a snapshot (a file, or live from ZooKeeper), settles a running reassignment (core.plans.settled:
 the Reassign page plans on the same), and writes Kafka's reassignment JSON plus an optional report of the metrics;
-`plan --import FILE` validates and scores a plan made elsewhere with the same report. `execute`, `verify` and
-`rollback` act through core.zk.reassign.
+`plan --import FILE` validates and scores a plan made elsewhere with the same report. Partition sizes come from
+a kafka-log-dirs file (`--sizes`) or from the brokers (`--bootstrap-server`, the Admin API's describeLogDirs).
+`execute`, `verify` and `rollback` act through core.zk.reassign; `cancel` (Kafka 2.4+) through the Admin API
+(core.kafka) and then ZooKeeper for the throttles.
 """
 
 from __future__ import annotations
@@ -54,8 +56,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
         check_output(path, option)
     topics = parse_topics_to_move(_read_plan_input(args.topics_to_move_json_file, "--topics-to-move-json-file",
                                                    "topics-to-move")) if args.topics_to_move_json_file else None
+    if args.sizes and args.bootstrap_server:
+        raise ValidationError("give the partition sizes either from a file (--sizes) or from the brokers "
+                              "(--bootstrap-server), not both")
     sizes = parse_log_dirs(read_input(args.sizes, "--sizes", limit=MAX_LOG_DIRS_BYTES, what="log-dirs",
                                       why="kafka-log-dirs.sh --describe of ~6 million replicas")) if args.sizes else None
+    if args.bootstrap_server:
+        from core.cli.common import kafka_admin
+
+        with kafka_admin(args, "reading partition sizes") as admin:
+            sizes = admin.partition_sizes()
     if args.snapshot:
         snap = ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
                                                     what="snapshot", why="~2 million partitions"))
@@ -87,7 +97,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     r = result.report
     ratio = r.moves_over_lower_bound
     print(f"{result.strategy}: {len(result.proposed)} partitions change, {r.replicas_moved} replicas move "
-          f"(lower bound {r.lower_bound}{'' if ratio is None else f', {ratio:.2f}x'}), "
+          f"(lower bound {r.lower_bound}{'' if ratio is None else f', {ratio:.2f}x'}"
+          f"{'' if r.bytes_moved is None else f'; {r.bytes_moved:,} bytes'}), "
           f"replica spread {r.replicas[0].spread:g} -> {r.replicas[1].spread:g}, "
           f"leader spread {r.leaders[0].spread:g} -> {r.leaders[1].spread:g}, "
           f"rack violations {r.rack_violations[0]} -> {r.rack_violations[1]}", file=sys.stderr)
@@ -123,9 +134,24 @@ def cmd_execute(args: argparse.Namespace) -> int:
     from core.store import Store
     from core.zk.reassign import execute
 
+    from core.errors import RiskNotAcceptedError
+
     plan = _plan_file(args.reassignment_json_file)
     with zk_session(args) as session:
-        done = execute(session, Store(args.store), plan, cluster=args.cluster or args.zk, throttle=args.throttle)
+        store = Store(args.store)
+        try:
+            done = execute(session, store, plan, cluster=args.cluster or args.zk, throttle=args.throttle)
+        except RiskNotAcceptedError as e:
+            for risk in e.risks:
+                print(f"warning: {risk}" + (" (accepted with --accept-risk)" if args.accept_risk else ""),
+                      file=sys.stderr)
+            if not args.accept_risk:
+                raise RiskNotAcceptedError(
+                    f"refused: {len(e.risks)} risk(s) shown above need an explicit confirmation; nothing was written",
+                    e.risks, hint="re-run with --accept-risk to execute it anyway") from None
+            # exactly the risks shown: one that appears only on the engine's next read is refused again
+            done = execute(session, store, plan, cluster=args.cluster or args.zk, throttle=args.throttle,
+                           accept_risks=e.risks)
     for warning in done.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print("Current partition replica assignment\n\n" + done.rollback.to_json()
@@ -172,9 +198,42 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from core.cli.common import kafka_admin, zk_session
+    from core.plans import format_reassignment
+    from core.store import Store
+    from core.zk.reassign import cancel
+
+    if not args.bootstrap_server:
+        raise ValidationError("cancel needs Kafka's Admin API (Kafka 2.4+): give --bootstrap-server "
+                              "HOST:PORT[,HOST:PORT]; ZooKeeper alone cannot cancel a running reassignment",
+                              hint="without it: wait for the reassignment to finish (verify), then roll it back")
+    partitions = None if args.all else list(_plan_file(args.reassignment_json_file).assignment())
+    with zk_session(args) as session, kafka_admin(args, "cancel") as admin:
+        done = cancel(session, Store(args.store), admin, cluster=args.cluster or args.zk, partitions=partitions,
+                      preserve_throttles=args.preserve_throttles)
+    if done.cancelled:
+        print(f"Successfully cancelled partition reassignment{'s' if len(done.cancelled) > 1 else ''} for: "
+              + ",".join(f"{t}-{p}" for t, p in done.cancelled) + f" (action {done.action_id})")
+    else:
+        print("None of the specified partition reassignments are active.")
+    if done.not_running and not args.all and done.cancelled:
+        print("Not running (nothing to cancel): " + ",".join(f"{t}-{p}" for t, p in done.not_running))
+    if done.throttles_removed:
+        print("Throttle was removed.")
+    if done.reordered:
+        print("note: Kafka puts a cancelled partition back on its original replicas in the order of the "
+              "reassignment (target first), not in their original order, so its preferred leader changed for: "
+              + ", ".join(f"{t}-{p} ({','.join(map(str, now))} instead of {','.join(map(str, was))})"
+                          for (t, p), now, was, _ in done.reordered)
+              + ". This reassignment restores the order without moving data:", file=sys.stderr)
+        print(format_reassignment({key: was for key, _, was, _ in done.reordered}), file=sys.stderr)
+    return 0
+
+
 def register(sub) -> None:
     from core.balance import STRATEGIES
-    from core.cli.common import add_zk_options
+    from core.cli.common import add_bootstrap_option, add_zk_options
 
     p = sub.add_parser("plan", help="compute a reassignment plan (Kafka's reassignment JSON)")
     add_zk_options(p, required=False)
@@ -185,6 +244,8 @@ def register(sub) -> None:
     p.add_argument("--exclude-brokers", metavar="4,5", help="brokers to drain")
     p.add_argument("--replication-factor", type=int, metavar="R", help="change every planned topic's RF to R")
     p.add_argument("--sizes", metavar="LOGDIRS.json", help="kafka-log-dirs.sh --describe output, for byte balance")
+    add_bootstrap_option(p, "read the partition sizes from the brokers (Admin API describeLogDirs) instead of "
+                            "a --sizes file")
     p.add_argument("--max-moves", type=int, metavar="N", help="move at most N replicas")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--disable-rack-aware", action="store_true")
@@ -205,6 +266,10 @@ def register(sub) -> None:
         p.add_argument("--reassignment-json-file", required=True, metavar="F")
         if name == "execute":
             p.add_argument("--throttle", type=int, metavar="BYTES_PER_S", help="replication throttle")
+            p.add_argument("--accept-risk", action="store_true",
+                           help="execute even though Keel warned of a risk (a partition with no live in-sync "
+                                "replica: the reassignment cannot complete until its broker returns); accepts the "
+                                "risks shown, no others")
         p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
         p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
         p.set_defaults(func=fn)
@@ -216,3 +281,18 @@ def register(sub) -> None:
     p.add_argument("--cluster", metavar="NAME")
     p.add_argument("--store", metavar="FILE")
     p.set_defaults(func=cmd_rollback)
+
+    p = sub.add_parser("cancel", help="cancel a running reassignment (Kafka 2.4+, kafka-reassign-partitions --cancel)",
+                       description="Cancel running reassignments through Kafka's Admin API (alterPartitionReassignments "
+                                   "with no target, Kafka 2.4+): each partition goes back to its original replicas. "
+                                   "Then the throttles are removed, as Kafka's --cancel does, unless "
+                                   "--preserve-throttles.")
+    add_zk_options(p)
+    add_bootstrap_option(p, "the brokers' Admin API, required: ZooKeeper alone cannot cancel")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--reassignment-json-file", metavar="F", help="cancel the partitions of this plan")
+    which.add_argument("--all", action="store_true", help="cancel every running reassignment")
+    p.add_argument("--preserve-throttles", action="store_true", help="leave the throttles in place")
+    p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
+    p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
+    p.set_defaults(func=cmd_cancel)

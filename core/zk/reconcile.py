@@ -296,6 +296,33 @@ def _check_reassignment(session: ZkSession, action: Action) -> Verdict:
                    "not at or moving to their targets" + (", no throttle set" if throttle else ""))
 
 
+def _check_cancel(session: ZkSession, action: Action) -> Verdict:
+    """A cancel happened when every partition it named is back on its original replicas (recorded replicas minus
+    the ones being added) and no longer moving; one that went on to its target was not cancelled."""
+    payload = action.payload
+    if not isinstance(payload, dict) or not isinstance(payload.get("partitions"), list):
+        return None
+    node = session.get(zf.REASSIGN)
+    listed = {(e.topic, e.partition) for e in zf.decode_reassignment(node.data)} if node.exists else set()
+    topics: dict[str, Any] = {}
+    for item in payload["partitions"]:
+        key = (item["topic"], int(item["partition"]))
+        if key in listed:
+            return False, f"{zf.REASSIGN} still lists {key[0]}-{key[1]}"
+        if key[0] not in topics:
+            n = session.get(zf.topic_path(key[0]))
+            topics[key[0]] = zf.decode_topic(key[0], n.data) if n.exists else None
+        a = topics[key[0]]
+        if a is None:
+            continue  # the topic is gone: nothing left to cancel
+        if a.adding_replicas.get(key[1]) or a.removing_replicas.get(key[1]):
+            return False, f"{key[0]}-{key[1]} is still moving"
+        original = set(item["replicas"]) - set(item.get("adding_replicas", ()))
+        if set(a.partitions.get(key[1], ())) != original:
+            return False, f"{key[0]}-{key[1]} is not on its original replicas (the reassignment finished instead)"
+    return True, f"its {len(payload['partitions'])} partitions are back on their original replicas"
+
+
 def _check_remove_throttles(session: ZkSession, action: Action) -> Verdict:
     payload = action.payload
     if not isinstance(payload, dict) or "topics" not in payload:
@@ -370,6 +397,7 @@ _CHECKS: dict[str, Callable[[ZkSession, Action], Verdict]] = {
     "reassignment": _check_reassignment,
     "rollback": _check_reassignment,  # a reassignment's rollback is a reassignment (core.store records its own kind)
     "remove-throttles": _check_remove_throttles,
+    "cancel-reassignment": _check_cancel,
     "preferred-election": _check_preferred_election,
 }
 

@@ -35,6 +35,52 @@ FILTERS = ("--under-replicated-partitions", "--unavailable-partitions", "--under
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"  # Kafka 3.5+; before, kafka.admin.TopicCommand (tool_class)
 
 
+def describe_cluster(admin) -> dict:
+    """admin.describe_cluster() on every version: kafka-python 3.0.12 pops `endpoint_type`, which DescribeCluster v0
+    (Kafka 2.8 - 3.6) does not return (KeyError); then the Metadata request it falls back to for brokers before 2.8."""
+    try:
+        return admin.describe_cluster()
+    except KeyError:
+        metadata = admin._manager.run(admin._get_cluster_metadata, [])
+        metadata.pop("topics", None)
+        metadata.pop("throttle_time_ms", None)
+        for broker in metadata["brokers"]:
+            broker["broker_id"] = broker.pop("node_id")
+        return metadata
+
+
+def compat_admin(admin, version: str):
+    """`admin` (a KafkaAdminClient) made able to create topics with an explicit assignment on Kafka before 2.4:
+    Kafka then wants num_partitions = replication_factor = -1 with an assignment, which kafka-python 3.0.12 refuses
+    to send to a broker before 2.4 ("requires explicit num_partitions and replication_factor")."""
+    if kafka_runner.version_at_least(version, "2.4"):
+        return admin
+    import kafka.errors as Errors
+    from kafka.protocol.admin import CreateTopicsRequest
+
+    original = admin.create_topics
+
+    def create_topics(new_topics, timeout_ms=None, validate_only=False, raise_errors=True, **kw):
+        topics = admin._process_create_topics_input(new_topics)
+        if kw or not any(t.assignments for t in topics):
+            return original(new_topics, timeout_ms=timeout_ms, validate_only=validate_only,
+                            raise_errors=raise_errors, **kw)
+        request = CreateTopicsRequest(topics=topics, timeout_ms=admin._validate_timeout(timeout_ms),
+                                      validate_only=validate_only)
+
+        def response_errors(r):
+            for topic in r.topics:
+                yield Errors.for_code(topic.error_code)
+
+        response = admin._manager.run(admin._send_request_to_controller, request, response_errors, raise_errors)
+        result = response.to_dict()
+        result.pop("throttle_time_ms", None)
+        return result
+
+    admin.create_topics = create_topics
+    return admin
+
+
 def kafka_version() -> str:
     """The version tests/kafka runs against: KEEL_KAFKA_VERSION, else KAFKA_VERSION, else 3.9.1."""
     return os.environ.get("KEEL_KAFKA_VERSION", "").strip() or kafka_runner.kafka_version()
@@ -126,6 +172,9 @@ class RealKafka:
 
     def topic_command(self, *args: str) -> str:
         """Kafka's own kafka-topics (TopicCommand) against the cluster; its stdout. Fails the test on an error."""
+        if not kafka_runner.version_at_least(self.cluster.version, "2.2"):
+            pytest.skip(f"needs Kafka >= 2.2 (kafka-topics --bootstrap-server, KIP-377): this run is Kafka "
+                        f"{self.cluster.version}")
         main = tool_class(self.cluster.version, TOPIC_COMMAND, "kafka.admin.TopicCommand")
         proc = self.cluster.tool(main, "--bootstrap-server", self.bootstrap, *args)
         assert proc.returncode == 0, f"TopicCommand {' '.join(args)} failed ({proc.returncode}): {proc.stderr}"
@@ -140,14 +189,15 @@ class RealKafka:
             parts, offline = {}, {}
             for p in t["partitions"]:
                 parts[p["partition_index"]] = (p["leader_id"], list(p["replica_nodes"]), list(p["isr_nodes"]),
-                                               p["leader_epoch"])
+                                               p.get("leader_epoch", -1))  # in the metadata from Kafka 2.1 on
                 if p["offline_replicas"]:
                     offline[p["partition_index"]] = sorted(p["offline_replicas"])
-            out[t["name"]] = {"id": kafka_uuid(t["topic_id"]), "partitions": parts, "offline": offline}
+            # topic ids are in the metadata from Kafka 2.8 on (Metadata v10): None before
+            out[t["name"]] = {"id": kafka_uuid(t.get("topic_id")), "partitions": parts, "offline": offline}
         return out
 
     def kafka_cluster(self) -> dict:
-        c = self.admin.describe_cluster()
+        c = describe_cluster(self.admin)
         return {"controller": c["controller_id"],
                 "brokers": {b["broker_id"]: (b["rack"], f"{b['host']}:{b['port']}") for b in c["brokers"]}}
 
@@ -262,7 +312,15 @@ def keel_view(snap: ClusterSnapshot) -> dict:
 
 def kafka_view(kafka: RealKafka) -> dict:
     cluster = kafka.kafka_cluster()
-    return {"cluster_id": kafka.admin.describe_cluster()["cluster_id"], **cluster, "topics": kafka.kafka_topics()}
+    return {"cluster_id": describe_cluster(kafka.admin)["cluster_id"], **cluster, "topics": kafka.kafka_topics()}
+
+
+def _view_diff(ours: dict, theirs: dict, where: str = "") -> list[str]:
+    """Where Keel's view and Kafka's differ, one line each (for the assertion message)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        return [line for k in sorted(set(ours) | set(theirs), key=str)
+                for line in _view_diff(ours.get(k), theirs.get(k), f"{where}/{k}")]
+    return [] if ours == theirs else [f"{where}: Keel {ours!r}, Kafka {theirs!r}"]
 
 
 def assert_snapshot_matches_kafka(kafka: RealKafka, read=None) -> ClusterSnapshot:
@@ -271,7 +329,20 @@ def assert_snapshot_matches_kafka(kafka: RealKafka, read=None) -> ClusterSnapsho
 
     def check() -> ClusterSnapshot:
         snap = read()
-        assert keel_view(snap) == kafka_view(kafka)
+        ours, theirs = keel_view(snap), kafka_view(kafka)
+        if not kafka_runner.version_at_least(kafka.cluster.version, "2.8"):
+            # Older Metadata responses give an offline partition (leader -1) the leader epoch -1, not ZooKeeper's
+            # (measured: 2.4.1 does, 2.8.2 does not), and before 2.1 (Metadata v7) no epoch at all: compare those
+            # epochs as Kafka reports them.
+            no_epochs = not kafka_runner.version_at_least(kafka.cluster.version, "2.1")
+            # ... and before 2.4 an offline partition's ISR lists only live brokers (measured: 2.0.1 and 1.1.1)
+            live_isr = not kafka_runner.version_at_least(kafka.cluster.version, "2.4")
+            alive = set(ours["brokers"])
+            for t in ours["topics"].values():
+                t["partitions"] = {p: (v[0], v[1], [b for b in v[2] if b in alive] if live_isr and v[0] == -1 else v[2],
+                                       -1 if v[0] == -1 or no_epochs else v[3])
+                                   for p, v in t["partitions"].items()}
+        assert ours == theirs, "\n".join(_view_diff(ours, theirs))
         return snap
 
     return eventually(check, timeout=15)
@@ -291,8 +362,9 @@ THROTTLE_KEYS = ("leader.replication.throttled.rate", "follower.replication.thro
 
 
 def keel_zk(kafka: RealKafka, *argv: str) -> tuple[int, str, str]:
-    """`python -m core ARGV --zk <cluster> --store <store>` in-process (any command that takes both)."""
-    return kafka.keel(*argv, "--zk", kafka.zk_connect, "--store", str(kafka.store))
+    """`python -m core ARGV --zk <cluster> [--store <store>]` in-process (--store for the commands that write)."""
+    store = ["--store", str(kafka.store)] if argv and argv[0] not in ("plan", "describe", "snapshot") else []
+    return kafka.keel(*argv, "--zk", kafka.zk_connect, *store)
 
 
 def keel_zk_ok(kafka: RealKafka, *argv: str) -> str:
@@ -307,7 +379,9 @@ def produce(kafka: RealKafka, topic: str, sizes: dict[int, int], *, chunk: int =
 
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", batch_size=1 << 20, linger_ms=20,
+    # batches under 1000012 bytes, the message.max.bytes of Kafka before 3.0 (setting it on the broker instead stops
+    # a topic's max.message.bytes override from taking effect: measured on 3.9.1 and 2.8.2)
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", batch_size=900_000, linger_ms=20,
                              max_request_size=2 << 20, request_timeout_ms=30000)
     try:
         value = os.urandom(chunk)
@@ -368,8 +442,9 @@ def throttle_entries(value: str) -> set[str]:
 
 def reassign_command(kafka: RealKafka, *args: str) -> str:
     """Kafka's own kafka-reassign-partitions (ReassignPartitionsCommand); its stdout. Fails the test on an error."""
-    proc = kafka.cluster.tool("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "--bootstrap-server",
-                              kafka.bootstrap, *args)
+    main = tool_class(kafka.cluster.version, "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+                      "kafka.admin.ReassignPartitionsCommand")
+    proc = kafka.cluster.tool(main, "--bootstrap-server", kafka.bootstrap, *args)
     assert proc.returncode == 0, f"ReassignPartitionsCommand {' '.join(args)} failed: {proc.stdout}{proc.stderr}"
     return proc.stdout
 

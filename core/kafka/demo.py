@@ -1,0 +1,78 @@
+"""Demo data for real brokers (`make run KAFKA=real`): write incompressible records so that partitions have real,
+unequal sizes (partition i of a topic gets a share proportional to i + 1) for the dashboard's sizes and plans.
+
+    python -m core.kafka.demo --bootstrap-server HOST:PORT[,...] --topic NAME:BYTES [--topic NAME:BYTES ...]
+
+Uses kafka-python's producer (acks=all); like core.kafka.admin, its exceptions become a KeelError here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from core.errors import KeelError, ValidationError
+from core.kafka.bootstrap import parse_bootstrap
+
+RECORD = 50_000  # bytes a record
+
+
+def produce(bootstrap: str, sizes: dict[str, int], *, timeout: float = 30.0) -> dict[str, int]:
+    """Write about `sizes[topic]` bytes to each topic; returns the bytes written per topic."""
+    import kafka.errors as kerrors
+    from kafka import KafkaProducer
+
+    servers = list(parse_bootstrap(bootstrap))
+    written: dict[str, int] = {}
+    try:
+        producer = KafkaProducer(bootstrap_servers=servers, acks="all", linger_ms=20, batch_size=1 << 20,
+                                 max_request_size=2 << 20, request_timeout_ms=int(timeout * 1000),
+                                 max_block_ms=int(timeout * 1000), client_id="keel-demo")
+    except kerrors.KafkaError as e:
+        raise KeelError(f"could not connect a producer to {bootstrap}: {type(e).__name__}: {e}") from None
+    try:
+        value = os.urandom(RECORD)
+        for topic, size in sizes.items():
+            partitions = sorted(producer.partitions_for(topic) or ())
+            if not partitions:
+                raise KeelError(f"topic {topic} has no partitions the brokers know of")
+            weights = {p: i + 1 for i, p in enumerate(partitions)}
+            total = sum(weights.values())
+            written[topic] = 0
+            for p in partitions:
+                for _ in range(max(1, size * weights[p] // total // RECORD)):
+                    producer.send(topic, value, partition=p)
+                    written[topic] += RECORD
+        producer.flush(timeout=timeout)
+    except kerrors.KafkaError as e:
+        raise KeelError(f"could not write demo data through {bootstrap}: {type(e).__name__}: {e}") from None
+    finally:
+        producer.close(timeout=10)
+    return written
+
+
+def _topic(text: str) -> tuple[str, int]:
+    name, colon, size = text.rpartition(":")
+    if not colon or not name or not size.isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME:BYTES, got {text!r}")
+    return name, int(size)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m core.kafka.demo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    p.add_argument("--topic", type=_topic, action="append", required=True, metavar="NAME:BYTES")
+    args = p.parse_args(argv)
+    try:
+        written = produce(args.bootstrap_server, dict(args.topic))
+    except (KeelError, ValidationError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for topic, n in written.items():
+        print(f"wrote {n / 1e6:.1f} MB to {topic}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
