@@ -4,6 +4,15 @@ An action is recorded *before* anything is written to ZooKeeper (status "pending
 payload and, where there is one, the rollback), then finished as "applied" or "failed". A crash
 between the two leaves a pending row: the history never loses a write that may have happened.
 Saved plans (reassignments, elections) live here too.
+
+Every row names the person: the actor (an email or subject when signed in, the OS user otherwise), how they were
+identified (`source`: oidc, proxy, cli, none) and their role at the time. The engine's writers only pass `actor`;
+the dashboard and the CLI wrap a write in `acting(...)`, which `begin` reads for the rest. A rollback is its own
+kind ("rollback") whose `rollback_of` names the reassignment it undoes (`Action.rolled_back_by` is the other way);
+`completed_at` is when verify found a reassignment complete. Refused actions (kind "refused") and failed
+sign-ins (kind "sign-in") are recorded finished, as failed. Older databases gain the new columns on open.
+
+The file: $KEEL_STORE, else keel.sqlite in the run directory ($RUN_DIR, else .run/ of the checkout).
 """
 
 from __future__ import annotations
@@ -13,16 +22,30 @@ import json
 import os
 import sqlite3
 import time
-from contextlib import closing
+from contextlib import closing, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 from core.errors import StoreError
 from core.model import utc_now_iso
 
 STORE_ENV = "KEEL_STORE"
-DEFAULT_STORE = Path(__file__).resolve().parents[1] / ".run" / "keel.sqlite"
+RUN_DIR_ENV = "RUN_DIR"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_STORE = REPO_ROOT / ".run" / "keel.sqlite"  # when neither KEEL_STORE nor RUN_DIR is set
+
+
+def run_dir() -> Path:
+    """Where runtime state lives: $RUN_DIR (relative to the checkout, as make and scripts/run.sh use it), else .run/."""
+    return (REPO_ROOT / (os.environ.get(RUN_DIR_ENV, "").strip() or ".run")).resolve()
+
+
+def default_store_path() -> Path:
+    """$KEEL_STORE, else keel.sqlite in run_dir()."""
+    named = os.environ.get(STORE_ENV, "").strip()
+    return Path(named) if named else run_dir() / "keel.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS actions (
@@ -53,6 +76,14 @@ CREATE TABLE IF NOT EXISTS plans (
 """
 
 
+# Columns added after the first release: added to an older database when it is opened (ALTER TABLE ADD COLUMN).
+_ADDED_COLUMNS = (("source", "TEXT"), ("role", "TEXT"), ("completed_at", "TEXT"),
+                  ("rollback_of", "INTEGER REFERENCES actions (id)"))
+_ADDED_INDEXES = ("CREATE INDEX IF NOT EXISTS actions_rollback_of ON actions (rollback_of)",
+                  "CREATE INDEX IF NOT EXISTS actions_actor ON actions (actor, id)")
+NO_CLUSTER = ""  # the cluster of a row about no cluster (a failed sign-in)
+
+
 @dataclass(frozen=True)
 class Action:
     id: int
@@ -67,6 +98,37 @@ class Action:
     status: str
     result: str | None
     finished: str | None
+    source: str | None = None  # oidc | proxy | cli | none (None: recorded before Keel knew)
+    role: str | None = None  # the actor's role on the cluster at the time
+    completed_at: str | None = None  # a reassignment: when verify found every partition at its target
+    rollback_of: int | None = None  # a rollback: the action it undoes
+    rolled_back_by: tuple[int, ...] = ()  # the rollbacks of this action
+
+
+@dataclass(frozen=True)
+class Acting:
+    actor: str
+    source: str
+    role: str | None
+
+
+_ACTING: ContextVar[Acting | None] = ContextVar("keel_acting", default=None)
+_ROLLBACK_OF: ContextVar[int | None] = ContextVar("keel_rollback_of", default=None)
+
+
+@contextmanager
+def acting(actor: str, source: str, role: str | None) -> Iterator[Acting]:
+    """Within: every action `begin` records names this actor, source and role (unless given explicitly)."""
+    a = Acting(actor, source, role)
+    token = _ACTING.set(a)
+    try:
+        yield a
+    finally:
+        _ACTING.reset(token)
+
+
+def current_acting() -> Acting | None:
+    return _ACTING.get()
 
 
 @dataclass(frozen=True)
@@ -82,7 +144,10 @@ class SavedPlan:
 
 
 def default_actor() -> str:
-    """Who is acting: $KEEL_ACTOR (set by the dashboard's login/proxy), else the OS user."""
+    """The local user: $KEEL_ACTOR, else the OS user. A signed-in person's actor comes from `acting` instead."""
+    acting_now = _ACTING.get()
+    if acting_now is not None:
+        return acting_now.actor
     try:
         return os.environ.get("KEEL_ACTOR") or getpass.getuser()
     except Exception:  # no passwd entry (containers)
@@ -126,11 +191,12 @@ def _store_error(path: Path, e: sqlite3.Error) -> StoreError:
 
 class Store:
     def __init__(self, path: str | os.PathLike | None = None):
-        self.path = Path(path or os.environ.get(STORE_ENV) or DEFAULT_STORE)
+        self.path = Path(path) if path else default_store_path()
         _check_store_path(self.path)
         try:
             with closing(self._connect()) as db, db:
                 db.executescript(_SCHEMA)
+                _migrate(db)
         except sqlite3.Error as e:
             raise _store_error(self.path, e) from None
 
@@ -153,35 +219,91 @@ class Store:
     # --- actions ---------------------------------------------------------------------------
 
     def begin(self, *, cluster: str, kind: str, target: str, summary: str, payload: Any,
-              rollback: Any = None, actor: str | None = None) -> int:
+              rollback: Any = None, actor: str | None = None, source: str | None = None, role: str | None = None,
+              rollback_of: int | None = None) -> int:
+        """Record an action about to be written (pending). Within `recording_rollback_of(n)`, a "reassignment"
+        is recorded as a "rollback" of action n."""
+        now = _ACTING.get()
+        linked = _ROLLBACK_OF.get()
+        if rollback_of is None and linked is not None and kind == "reassignment":
+            kind, rollback_of = "rollback", linked
         with closing(self._connect()) as db, db:
             cur = db.execute(
-                "INSERT INTO actions (at, actor, cluster, kind, target, summary, payload, rollback, status)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+                "INSERT INTO actions (at, actor, cluster, kind, target, summary, payload, rollback, status, source,"
+                " role, rollback_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
                 (utc_now_iso(), actor or default_actor(), cluster, kind, target, summary, json.dumps(payload),
-                 None if rollback is None else json.dumps(rollback)),
+                 None if rollback is None else json.dumps(rollback),
+                 source or (now.source if now else "none"), role or (now.role if now else None), rollback_of),
             )
             return int(cur.lastrowid)
+
+    def record(self, *, cluster: str, kind: str, target: str, summary: str, result: str, payload: Any = None,
+               ok: bool = False, actor: str | None = None, source: str | None = None,
+               role: str | None = None) -> int:
+        """A finished row in one go: an action refused before anything was written, a failed sign-in."""
+        action_id = self.begin(cluster=cluster, kind=kind, target=target, summary=summary, payload=payload or {},
+                               actor=actor, source=source, role=role)
+        self.finish(action_id, ok=ok, result=result)
+        return action_id
+
+    @contextmanager
+    def recording_rollback_of(self, action_id: int) -> Iterator[None]:
+        """Within: the reassignment `begin` records is the rollback of `action_id` (kind "rollback", linked)."""
+        token = _ROLLBACK_OF.set(action_id)
+        try:
+            yield
+        finally:
+            _ROLLBACK_OF.reset(token)
+
+    def mark_completed(self, cluster: str, plan: Any) -> int | None:
+        """verify found `plan` (reassignment JSON, text or dict) complete: set completed_at on the newest
+        applied reassignment or rollback of `cluster` that wrote this plan and has none yet; its id, or None."""
+        want = _plan_key(plan)
+        if want is None:
+            return None
+        with closing(self._connect()) as db, db:
+            rows = db.execute("SELECT id, payload FROM actions WHERE cluster = ? AND kind IN ('reassignment', "
+                              "'rollback') AND status = 'applied' AND completed_at IS NULL ORDER BY id DESC LIMIT 200",
+                              (cluster,)).fetchall()
+            for r in rows:
+                try:
+                    written = json.loads(r["payload"]).get("plan")
+                except (ValueError, AttributeError):
+                    continue
+                if _plan_key(written) == want:
+                    db.execute("UPDATE actions SET completed_at = ? WHERE id = ?", (utc_now_iso(), r["id"]))
+                    return int(r["id"])
+        return None
 
     def finish(self, action_id: int, *, ok: bool, result: str = "") -> None:
         with closing(self._connect()) as db, db:
             db.execute("UPDATE actions SET status = ?, result = ?, finished = ? WHERE id = ?",
                        ("applied" if ok else "failed", result, utc_now_iso(), action_id))
 
-    def actions(self, cluster: str | None = None, *, kind: str | None = None, limit: int = 200) -> list[Action]:
-        sql, args = "SELECT * FROM actions WHERE 1=1", []
-        if cluster is not None:
-            sql, args = sql + " AND cluster = ?", args + [cluster]
-        if kind is not None:
-            sql, args = sql + " AND kind = ?", args + [kind]
-        sql += " ORDER BY id DESC LIMIT ?"
+    def actions(self, cluster: str | Sequence[str] | None = None, *, kind: str | Sequence[str] | None = None,
+                actor: str | Sequence[str] | None = None, limit: int = 200) -> list[Action]:
+        """Newest first; each filter is one value or several (None: any)."""
+        sql, args = _SELECT + " WHERE 1=1", []
+        for column, value in (("cluster", cluster), ("kind", kind), ("actor", actor)):
+            if value is None:
+                continue
+            values = [value] if isinstance(value, str) else list(value)
+            sql += f" AND a.{column} IN ({', '.join('?' * len(values))})"
+            args += values
+        sql += " ORDER BY a.id DESC LIMIT ?"
         with closing(self._connect()) as db:
             return [_action(r) for r in db.execute(sql, args + [limit])]
 
     def action(self, action_id: int) -> Action | None:
         with closing(self._connect()) as db:
-            row = db.execute("SELECT * FROM actions WHERE id = ?", (action_id,)).fetchone()
+            row = db.execute(_SELECT + " WHERE a.id = ?", (action_id,)).fetchone()
         return None if row is None else _action(row)
+
+    def facets(self) -> dict[str, list[str]]:
+        """The distinct clusters, actors and kinds recorded (the History page's filter choices)."""
+        with closing(self._connect()) as db:
+            return {c: [r[0] for r in db.execute(f"SELECT DISTINCT {c} FROM actions ORDER BY {c}")]
+                    for c in ("cluster", "actor", "kind")}
 
     # --- plans -----------------------------------------------------------------------------
 
@@ -209,7 +331,7 @@ class Store:
     def pending(self, cluster: str) -> list[Action]:
         """The actions of `cluster` still marked pending, oldest first."""
         with closing(self._connect()) as db:
-            rows = db.execute("SELECT * FROM actions WHERE cluster = ? AND status = 'pending' ORDER BY id",
+            rows = db.execute(_SELECT + " WHERE a.cluster = ? AND a.status = 'pending' ORDER BY a.id",
                               (cluster,)).fetchall()
         return [_action(r) for r in rows]
 
@@ -224,9 +346,40 @@ class Store:
             return cur.rowcount == 1
 
 
+_SELECT = ("SELECT a.*, (SELECT group_concat(b.id) FROM actions b WHERE b.rollback_of = a.id) AS rolled_back_by "
+           "FROM actions a")
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Add the columns and indexes of later releases to an older database (idempotent)."""
+    have = {r[1] for r in db.execute("PRAGMA table_info(actions)")}
+    for column, decl in _ADDED_COLUMNS:
+        if column not in have:
+            try:
+                db.execute(f"ALTER TABLE actions ADD COLUMN {column} {decl}")
+            except sqlite3.OperationalError as e:  # another process added it meanwhile
+                if "duplicate column" not in str(e):
+                    raise
+    for sql in _ADDED_INDEXES:
+        db.execute(sql)
+
+
+def _plan_key(plan: Any):
+    """A reassignment plan (JSON text or dict) as a comparable set of (topic, partition, replicas)."""
+    try:
+        doc = json.loads(plan) if isinstance(plan, str) else plan
+        return frozenset((str(p["topic"]), int(p["partition"]), tuple(int(b) for b in p["replicas"]))
+                         for p in doc["partitions"])
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 def _action(r: sqlite3.Row) -> Action:
+    linked = r["rolled_back_by"]
     return Action(id=r["id"], at=r["at"], actor=r["actor"], cluster=r["cluster"], kind=r["kind"], target=r["target"],
                   summary=r["summary"], payload=json.loads(r["payload"]),
                   rollback=None if r["rollback"] is None else json.loads(r["rollback"]), status=r["status"],
-                  result=r["result"], finished=r["finished"])
+                  result=r["result"], finished=r["finished"], source=r["source"], role=r["role"],
+                  completed_at=r["completed_at"], rollback_of=r["rollback_of"],
+                  rolled_back_by=tuple(sorted(int(i) for i in linked.split(","))) if linked else ())
 

@@ -472,3 +472,32 @@ def decode_preferred_election(data: bytes | None, path: str = PREFERRED_ELECTION
 
 def encode_preferred_election(partitions: Iterable[tuple[str, int]]) -> bytes:
     return _dumps({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in sorted(partitions)]})
+
+
+# --- ZooKeeper -> KRaft migration (Kafka 3.4 - 3.9) -----------------------------------------------
+
+MIGRATION = "/migration"  # kafka.zk.MigrationZNode: written by the migrating KRaft controller
+
+
+def decode_migration(data: bytes | None, path: str = MIGRATION):
+    """`/migration` as Kafka 3.9's MigrationZNode.encode writes it: {"version":0,"kraft_metadata_offset":O,
+    "kraft_controller_id":C,"kraft_metadata_epoch":E,"kraft_controller_epoch":K} (-1 everywhere at first).
+    Returns a core.migration.ZkMigration."""
+    from core.migration import ZkMigration
+
+    obj = _load_object(data, path)
+    version = _int(obj, "version", path)
+    if version != 0:  # MigrationZNode.decode: "Encountered unknown version ... when parsing migration json"
+        raise CorruptZnodeError(path, f"Encountered unknown version {version} when parsing migration json")
+    return ZkMigration(version=version, kraft_controller_id=_int(obj, "kraft_controller_id", path),
+                       kraft_controller_epoch=_int(obj, "kraft_controller_epoch", path),
+                       kraft_metadata_offset=_int(obj, "kraft_metadata_offset", path),
+                       kraft_metadata_epoch=_int(obj, "kraft_metadata_epoch", path))
+
+
+def encode_migration(kraft_controller_id: int, kraft_controller_epoch: int, kraft_metadata_offset: int,
+                     kraft_metadata_epoch: int) -> bytes:
+    """The bytes MigrationZNode.encode writes (keys in the order Kafka 3.9 prints them)."""
+    return _dumps({"version": 0, "kraft_metadata_offset": kraft_metadata_offset,
+                   "kraft_controller_id": kraft_controller_id, "kraft_metadata_epoch": kraft_metadata_epoch,
+                   "kraft_controller_epoch": kraft_controller_epoch})

@@ -7,8 +7,10 @@ floor/ceil (reached by reordering replicas: no data moves), bytes per broker wit
 (`metrics.byte_targets`) when sizes are known, the fewest replicas moved, then the fewest bytes moved.
 
 Phases, each a greedy pass over flat int lists (brokers are indexes 0..n-1, target brokers first):
- 1. hard moves: drop replicas for an RF decrease, add replicas for an increase, empty non-target brokers,
-    repair rack spread; each lands on the broker that most needs a replica and can take it;
+ 1. hard moves: drop replicas for an RF decrease, add replicas for an increase, empty non-target brokers
+    (a down broker only when drained: partitions holding a replica of an undrained down broker are frozen, left
+    as they are by every phase, see base.py), repair rack spread; each lands on the broker that most needs a
+    replica and can take it;
  2. shed: every broker over its ceiling gives replicas away, first of the topics that a broker under its floor
     lacks, then of the topic it holds most above that topic's fair share; a leader replica while it leads more than
     its share (so leadership travels with the excess). Receivers: under their floor first, then the one holding
@@ -68,6 +70,9 @@ class _Balancer(LeaderPhase):
 
         self.reps = [[index[b] for b in r] for r in scope.current]
         self.orig = [tuple(r) for r in self.reps]
+        # Frozen partitions (a replica on an undrained down broker) count as load but never move, reorder or give a
+        # replica: they are kept out of `hosted` (the lists every phase picks partitions from) and skipped below.
+        self.frozen = bytearray(scope.frozen) if scope.frozen else bytearray(len(self.reps))
         self.touched = bytearray(len(self.reps))  # moved or reordered by this plan
         self.rf = scope.new_rf
         self.topic = scope.topic_of
@@ -85,7 +90,8 @@ class _Balancer(LeaderPhase):
             base = self.topic[p] * nb
             for b in replicas:
                 self.cnt[b] += 1
-                self.hosted[b].append(p)
+                if not self.frozen[p]:
+                    self.hosted[b].append(p)
                 self.tcount[base + b] = self.tcount.get(base + b, 0) + 1
             if self.size:
                 for b in replicas:
@@ -93,9 +99,14 @@ class _Balancer(LeaderPhase):
 
         # Targets, on the final replication factors: per broker, and per topic and rack (brokers of a rack share a
         # mean, see metrics.replica_means).
+        # A frozen partition's replicas on pinned brokers stay there: the targets share the rest.
         rf_counts: dict[int, int] = {}
         self.topic_replicas = [0] * len(scope.topics)
         for p, rf in enumerate(self.rf):
+            if self.frozen[p]:
+                rf = len(scope.live_replicas(scope.current[p]))
+                if not rf:
+                    continue
             rf_counts[rf] = rf_counts.get(rf, 0) + 1
             self.topic_replicas[self.topic[p]] += rf
         total = sum(self.topic_replicas)
@@ -109,7 +120,8 @@ class _Balancer(LeaderPhase):
         self.tceil = [math.ceil(round(m, 6)) for m in self.tmean]
         self.floored = [t for t in range(len(self.topic_replicas)) if max(self.tfloor[t * k:(t + 1) * k]) > 0]
         # A proportional share of all bytes; the bytes phase then settles for each rack's own (see byte_targets).
-        total_bytes = sum(s * rf for s, rf in zip(self.size, self.rf)) if self.size else 0
+        total_bytes = sum(s * (len(scope.live_replicas(scope.current[p])) if self.frozen[p] else self.rf[p])
+                          for p, s in enumerate(self.size)) if self.size else 0
         self.byte_target = [total_bytes * m / total for m in self.mean]
         self.means = means
         self.rack_of = scope.rack_of
@@ -231,6 +243,8 @@ class _Balancer(LeaderPhase):
                 self._move(p, self._victim(p), None)
         self._open_receivers()
         for p, replicas in enumerate(self.reps):
+            if self.frozen[p]:
+                continue
             if max(replicas) >= self.nt:  # off-target brokers are numbered after the targets
                 for b in [b for b in replicas if b >= self.nt]:
                     self._relocate(p, b)
@@ -433,7 +447,8 @@ class _Balancer(LeaderPhase):
     def _spread_topics(self) -> None:
         by_topic: dict[int, list[int]] = {}
         for p, t in enumerate(self.topic):
-            by_topic.setdefault(t, []).append(p)
+            if not self.frozen[p]:
+                by_topic.setdefault(t, []).append(p)
         for t, parts in sorted(by_topic.items()):
             for _ in range(sum(self.rf[p] for p in parts)):
                 if not self._may_move() or not self._spread_once(t, parts):

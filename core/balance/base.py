@@ -6,6 +6,11 @@ Choices (documented because an SRE will ask):
   topics queued for deletion. `kafka-generate` refuses None, as `--generate` needs --topics-to-move-json-file.
 * target brokers None: every alive (registered) broker. Listed brokers that are not registered are left out
   with a warning, as Kafka's `getBrokerMetadatas` silently filters them.
+* a goal moves only what it names: a down broker's replicas stay where they are unless the broker is drained
+  (`drain_brokers`). A partition holding one is left as it is (`Scope.frozen`), since Kafka completes a
+  reassignment only once every target replica is in the ISR, which a down broker never joins; and moving it off
+  is the drain goal, chosen explicitly. Replication-factor changes are the exception: they name the topic, and
+  its down replicas are replaced like any off-target replica.
 * balance is measured over the partitions in scope: a topic subset is balanced on its own.
 Pure: no I/O.
 """
@@ -89,6 +94,12 @@ class Scope:
     targets: tuple[int, ...]  # sorted broker ids
     rack_of: dict[int, str | None]  # every broker id seen; all None when planning without racks
     warnings: list[str] = field(default_factory=list)
+    pinned: frozenset[int] = frozenset()  # down brokers not drained: their replicas stay
+    frozen: list[bool] = field(default_factory=list)  # per partition: it holds a pinned replica, left as it is
+
+    def live_replicas(self, replicas) -> tuple[int, ...]:
+        """`replicas` without those on pinned brokers (what the targets share)."""
+        return tuple(b for b in replicas if b not in self.pinned) if self.pinned else tuple(replicas)
 
 
 def resolve(snapshot: ClusterSnapshot, request: PlanRequest, *, topics_required: bool = False) -> Scope:
@@ -114,21 +125,46 @@ def resolve(snapshot: ClusterSnapshot, request: PlanRequest, *, topics_required:
         unknown = sum(1 for k in keys if k not in request.partition_sizes)
         if unknown:
             warnings.append(f"no size for {unknown} of {len(keys)} partitions; they count as 0 bytes")
+    pinned, frozen = _pinned(snapshot, request, current, new_rf, warnings)
     if snapshot.in_progress.reassignment:
         warnings.append(f"a reassignment of {len(snapshot.in_progress.reassignment)} partition(s) is in progress: "
                         "their replica lists include the replicas being added, and Kafka accepts a new "
                         "reassignment only after it completes")
-    return Scope(keys, current, new_rf, topic_of, names, sizes, targets, rack_of, warnings)
+    return Scope(keys, current, new_rf, topic_of, names, sizes, targets, rack_of, warnings, pinned, frozen)
+
+
+def _pinned(snapshot: ClusterSnapshot, request: PlanRequest, current: list[tuple[int, ...]], new_rf: list[int],
+            warnings: list[str]) -> tuple[frozenset[int], list[bool]]:
+    """Down brokers that are not drained, and per partition whether it holds one of their replicas (and keeps its
+    replication factor): such a partition is left as it is, with a warning saying how to move it."""
+    alive = snapshot.alive_broker_ids
+    drain = set(request.drain_brokers)
+    pinned = frozenset(b for replicas in current for b in replicas if b not in alive and b not in drain)
+    if not pinned:
+        return pinned, [False] * len(current)
+    frozen = [len(r) == rf and any(b in pinned for b in r) for r, rf in zip(current, new_rf)]
+    n = sum(frozen)
+    if n:
+        ids = ",".join(map(str, sorted(pinned)))
+        warnings.append(f"{n} partition(s) with a replica on down broker(s) {ids} are left as they are: a "
+                        "reassignment keeping a down broker's replica cannot complete (it never rejoins the ISR), "
+                        f"and moving replicas off a down broker is the drain goal (--exclude-brokers {ids}, "
+                        "Drain brokers on the Reassign page)")
+    return pinned, frozen
 
 
 def finish(scope: Scope, after: list[tuple[int, ...]], strategy: str, request: PlanRequest,
            warnings: list[str], moves_without_topic_spread: int | None = None) -> PlanResult:
     """Score `after` against the scope and package it."""
+    # Replicas left on pinned (down, not drained) brokers are not the targets' to share.
+    live_after = [scope.live_replicas(r) for r in after] if scope.pinned else after
     rf_counts: dict[int, int] = {}
-    for replicas in after:
-        rf_counts[len(replicas)] = rf_counts.get(len(replicas), 0) + 1
+    for replicas in live_after:
+        if replicas:
+            rf_counts[len(replicas)] = rf_counts.get(len(replicas), 0) + 1
     means = replica_means(rf_counts, scope.targets, scope.rack_of)
-    bound = lower_bound(scope.current, [len(r) for r in after], means, scope.rack_of)
+    live_before = [scope.live_replicas(r) for r in scope.current] if scope.pinned else scope.current
+    bound = lower_bound(live_before, [len(r) for r in live_after], means, scope.rack_of)
     metrics = report(scope.current, after, scope.topic_of, scope.topics, scope.targets, scope.rack_of,
                      scope.sizes, means, bound)
     if moves_without_topic_spread is not None:

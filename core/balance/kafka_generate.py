@@ -11,6 +11,8 @@ Kafka draws the start index and follower shift from Java's Random per topic; her
 the first partition of a hash map (an order that varies by version); with a uniform RF, the normal case, any
 partition gives the same RF, and here the lowest-numbered partition is used, with a warning when RFs differ.
 A requested RF change replaces the head's RF (an extension: --generate has no such option).
+Partitions holding a replica of a down broker that is not drained are left as they are (see base.py: a
+reassignment keeping that replica cannot complete); --generate would re-place them too.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def plan(snapshot: ClusterSnapshot, request: PlanRequest) -> PlanResult:
         proposed = assign_replicas(brokers, end - start, rf, rng=rng)
         for i in range(start, end):
             partition = scope.keys[i][1]
+            if scope.frozen[i]:
+                continue  # a replica on a down broker that is not drained: left as it is (warned in resolve)
             if partition in proposed:
                 after[i] = tuple(proposed[partition])
             else:  # Kafka assigns ids 0..n-1; a gap in the ids leaves a partition it would not touch

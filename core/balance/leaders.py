@@ -17,7 +17,8 @@ from core.balance.metrics import leader_means
 
 class LeaderPhase:
     def _balance_leaders(self) -> None:
-        n = len(self.reps)
+        # Frozen partitions keep their order: one led by a down broker is no target's to lead.
+        n = len(self.reps) - sum(1 for p, f in enumerate(self.frozen) if f and self.reps[p][0] >= self.nt)
         means = leader_means(n, {b: self.cnt[b] for b in range(self.nt)})
         lo = [math.floor(round(means[b], 6)) for b in range(self.nt)]
         hi = [math.ceil(round(means[b], 6)) for b in range(self.nt)]
@@ -26,7 +27,8 @@ class LeaderPhase:
         self.led: list[list[int]] = [[] for _ in range(self.nb)]
         for p, replicas in enumerate(self.reps):
             self.lead[replicas[0]] += 1
-            self.led[replicas[0]].append(p)
+            if not self.frozen[p]:
+                self.led[replicas[0]].append(p)
         # Exact targets summing to n: brokers that must lead more than their floor (RF 1), then the brokers leading
         # most now, keep the ceiling (fewest swaps).
         self.lead_target = lo[:]
@@ -48,7 +50,7 @@ class LeaderPhase:
         Returns how many each broker holds: leaderships it cannot hand over."""
         single = [[] for _ in range(self.nt)]
         for p, replicas in enumerate(self.reps):
-            if len(replicas) == 1 and replicas[0] < self.nt:
+            if len(replicas) == 1 and replicas[0] < self.nt and not self.frozen[p]:
                 single[replicas[0]].append(p)
         for x in range(self.nt):
             while len(single[x]) > hi[x] and self._may_move():

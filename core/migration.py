@@ -1,0 +1,123 @@
+"""ZooKeeper -> KRaft migration (KIP-866, Kafka 3.4 - 3.9), as ZooKeeper shows it.
+
+Kafka's migrating KRaft controller (KRaftMigrationDriver) writes into ZooKeeper:
+
+* ``/migration`` (persistent, `kafka.zk.MigrationZNode`): ``{"version":0,"kraft_metadata_offset":O,
+  "kraft_controller_id":C,"kraft_metadata_epoch":E,"kraft_controller_epoch":K}``. It is created (with -1 values,
+  `ZkMigrationLeadershipState.EMPTY`) when a KRaft controller first becomes active with migration enabled, and
+  updated as it goes. The initial copy of the ZooKeeper metadata into the KRaft log is complete once
+  ``kraft_metadata_offset > 0`` (`ZkMigrationLeadershipState.initialZkMigrationComplete`); from then on the KRaft
+  controller is the source of truth and writes every change back into ZooKeeper (dual-write) for the brokers
+  still in ZooKeeper mode.
+* ``/controller`` (`ControllerZNode`, version 2): ``{"version":2,"brokerid":C,"timestamp":"...",
+  "kraftControllerEpoch":K}``, where C is the KRaft controller's node id (not a broker) and K > 0: ZooKeeper-mode
+  brokers then take their orders from it, and writes into ZooKeeper's /admin paths are not acted on.
+
+Brokers restarted as KRaft brokers leave ``/brokers/ids`` while the KRaft controller keeps them as leaders and in
+the ISRs it writes back: in ZooKeeper they look dead, yet their partitions are served. Keel labels them as such
+instead of reporting an outage.
+
+Pure: decoded data in (core.zkformat decodes the znode, core.zk.migration reads it), plain data out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.model import NO_LEADER, ClusterSnapshot
+
+
+@dataclass(frozen=True)
+class ZkMigration:
+    """The decoded /migration znode."""
+
+    version: int
+    kraft_controller_id: int
+    kraft_controller_epoch: int
+    kraft_metadata_offset: int
+    kraft_metadata_epoch: int
+
+    @property
+    def initial_migration_complete(self) -> bool:
+        return self.kraft_metadata_offset > 0  # ZkMigrationLeadershipState.initialZkMigrationComplete
+
+
+@dataclass(frozen=True)
+class MigrationStatus:
+    phase: str  # short: "dual-write", "migrating metadata", "KRaft controller", "ZooKeeper controller (migration begun)"
+    detail: str  # one or two sentences for a banner
+    kraft_controller: int | None  # the KRaft controller's node id, when known
+    kraft_controller_epoch: int | None
+    migration: ZkMigration | None
+    kraft_controller_active: bool  # /controller names a KRaft controller
+    kraft_brokers: tuple[int, ...]  # in assignments as leader or ISR member, but not under /brokers/ids
+    kraft_led: int  # partitions led by one of them
+    write_block_reason: str
+
+    def to_dict(self) -> dict:
+        m = self.migration
+        return {"phase": self.phase, "detail": self.detail, "kraft_controller": self.kraft_controller,
+                "kraft_controller_epoch": self.kraft_controller_epoch,
+                "kraft_controller_active": self.kraft_controller_active,
+                "migration_znode": None if m is None else {
+                    "version": m.version, "kraft_controller_id": m.kraft_controller_id,
+                    "kraft_controller_epoch": m.kraft_controller_epoch,
+                    "kraft_metadata_offset": m.kraft_metadata_offset, "kraft_metadata_epoch": m.kraft_metadata_epoch,
+                    "initial_migration_complete": m.initial_migration_complete},
+                "kraft_brokers": list(self.kraft_brokers), "kraft_led_partitions": self.kraft_led,
+                "writes": self.write_block_reason}
+
+
+def kraft_brokers(snapshot: ClusterSnapshot) -> tuple[int, ...]:
+    """Brokers that lead or are in an ISR while not registered under /brokers/ids: during a migration, brokers
+    that left ZooKeeper for KRaft (the KRaft controller writes them back as leaders and ISR members)."""
+    alive = snapshot.alive_broker_ids
+    seen: set[int] = set()
+    for p in snapshot.partitions():
+        if p.leader != NO_LEADER and p.leader not in alive:
+            seen.add(p.leader)
+        seen.update(b for b in p.isr if b not in alive)
+    return tuple(sorted(seen))
+
+
+def migration_status(snapshot: ClusterSnapshot, migration: ZkMigration | None) -> MigrationStatus | None:
+    """None for a plain ZooKeeper-mode cluster (no /migration, no KRaft controller)."""
+    ctrl = snapshot.controller
+    active = ctrl is not None and ctrl.is_kraft
+    if migration is None and not active:
+        return None
+    kraft_id = ctrl.broker_id if active else (migration.kraft_controller_id if migration
+                                              and migration.kraft_controller_id >= 0 else None)
+    kraft_epoch = ctrl.kraft_controller_epoch if active else (migration.kraft_controller_epoch if migration
+                                                              and migration.kraft_controller_epoch >= 0 else None)
+    left = kraft_brokers(snapshot) if active else ()
+    led = sum(1 for p in snapshot.partitions() if p.leader in set(left)) if left else 0
+    who = f"KRaft controller {kraft_id}" if kraft_id is not None else "a KRaft controller"
+    if active and migration is not None and migration.initial_migration_complete:
+        phase = "dual-write"
+        detail = (f"{who} (epoch {kraft_epoch}) owns this cluster: the ZooKeeper metadata was migrated into KRaft "
+                  f"(KRaft log offset {migration.kraft_metadata_offset}, epoch {migration.kraft_metadata_epoch}) and "
+                  "the KRaft controller writes every change back into ZooKeeper for the brokers still in ZooKeeper "
+                  "mode. ZooKeeper shows the KRaft controller's view; it is no longer the source of truth.")
+    elif active and migration is not None:
+        phase = "migrating metadata"
+        detail = (f"{who} (epoch {kraft_epoch}) owns this cluster and is copying the ZooKeeper metadata into KRaft "
+                  "(/migration has no KRaft log offset yet). ZooKeeper may change under you until it is done.")
+    elif active:
+        phase = "KRaft controller"
+        detail = (f"{who} (kraftControllerEpoch {kraft_epoch}) owns this cluster, and there is no /migration node: "
+                  "ZooKeeper is not kept in sync and may be stale.")
+    else:
+        phase = "migration begun, ZooKeeper controller"
+        detail = (f"/migration exists ({'KRaft controller ' + str(kraft_id) if kraft_id is not None else 'no KRaft controller recorded'}"
+                  f"{', metadata migrated at KRaft offset ' + str(migration.kraft_metadata_offset) if migration.initial_migration_complete else ', metadata not migrated yet'}"
+                  ") but a ZooKeeper-mode broker is the controller: a migration is under way or was rolled back.")
+    reason = (f"Writes through ZooKeeper are disabled: {who} owns this cluster (ZooKeeper -> KRaft migration, "
+              f"phase: {phase}); ZooKeeper writes would be ignored or undone. Use the Admin API or the KRaft tools."
+              if active else
+              "Writes through ZooKeeper are disabled while a ZooKeeper -> KRaft migration is under way (/migration "
+              "exists): finish or roll back the migration first.")
+    return MigrationStatus(phase, detail, kraft_id, kraft_epoch, migration, active, left, led, reason)
+
+
+__all__ = ["ZkMigration", "MigrationStatus", "migration_status", "kraft_brokers"]
