@@ -6,12 +6,23 @@
 #   scripts/kafka.sh lib     print that folder (exit 3 when it is not complete yet)
 #
 # KAFKA_VERSION (default 3.9.1) picks another version; RUN_DIR (default .run, relative to the repository) the
-# cache folder. The folder is complete when its marker file (written last) names the same version, pom and jar
-# count; anything else is fetched again from scratch. Needs `mvn` (`make deps` installs Debian's maven).
+# cache folder. The folder is complete when its marker file (written last) names the same version, Scala build,
+# profile, pom and jar count; anything else is fetched again from scratch. Needs `mvn` (`make deps` installs
+# Debian's maven). Older versions (`make test-kafka-matrix`): before 3.5 the tools are inside kafka_2.1x and the
+# logging backend is log4j 1.2 + slf4j-log4j12 (the pom's `legacy` profile); before 2.4 there is no Scala 2.13
+# build, so kafka_2.12 is used (KAFKA_SCALA=2.12|2.13 overrides the choice).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 KAFKA_VERSION="${KAFKA_VERSION:-3.9.1}"
+
+# version_lt A B: A < B in version order (2.4.1 < 2.10.0).
+version_lt() {
+    [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" = "$1" ]
+}
+if version_lt "$KAFKA_VERSION" 2.4.0; then SCALA_DEFAULT=2.12; else SCALA_DEFAULT=2.13; fi
+KAFKA_SCALA="${KAFKA_SCALA:-$SCALA_DEFAULT}"
+if version_lt "$KAFKA_VERSION" 3.5.0; then PROFILE=legacy; else PROFILE=tools; fi
 RUN_DIR="$(realpath -m "${RUN_DIR:-.run}")"
 POM="$PWD/scripts/kafka/pom.xml"
 DEST="$RUN_DIR/kafka/$KAFKA_VERSION"
@@ -20,13 +31,13 @@ MARKER="$DEST/.fetched"
 LOG="$DEST/fetch.log"
 
 usage() {
-    sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 expected_marker() {
     local pom_sum
     pom_sum="$(sha256sum "$POM" | cut -d' ' -f1)"
-    printf 'version=%s\npom=%s\njars=%s\n' "$KAFKA_VERSION" "$pom_sum" "$1"
+    printf 'version=%s\nscala=%s\nprofile=%s\npom=%s\njars=%s\n' "$KAFKA_VERSION" "$KAFKA_SCALA" "$PROFILE" "$pom_sum" "$1"
 }
 
 complete() {
@@ -54,9 +65,12 @@ fetch() {
     local tmp="$DEST/lib.tmp.$$"
     rm -rf "$tmp"
     trap 'rm -rf "$tmp"' EXIT
-    echo "kafka: fetching Apache Kafka $KAFKA_VERSION from Maven Central into $LIB ..."
+    echo "kafka: fetching Apache Kafka $KAFKA_VERSION (kafka_$KAFKA_SCALA, $PROFILE) from Maven Central into $LIB ..."
     local start=$SECONDS
+    local legacy=()
+    [ "$PROFILE" = legacy ] && legacy=(-Dkafka.legacy)
     if ! mvn -q -B -U -ntp -Dstyle.color=never -f "$POM" -Dkafka.version="$KAFKA_VERSION" \
+            -Dscala.binary.version="$KAFKA_SCALA" "${legacy[@]}" \
             dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$LOG" 2>&1; then
         # mvn -q prints only errors; the first [ERROR] lines name the artifact that could not be resolved.
         local what
@@ -69,11 +83,18 @@ $what
     fi
     local jars
     jars="$(find "$tmp" -maxdepth 1 -name '*.jar' | wc -l)"
-    for needed in "kafka_2.13-$KAFKA_VERSION.jar" "kafka-tools-$KAFKA_VERSION.jar" "kafka-clients-$KAFKA_VERSION.jar"; do
-        [ -f "$tmp/$needed" ] || fail "mvn finished but $needed is missing from the copied jars (see $LOG)"
+    local needed=("kafka_$KAFKA_SCALA-$KAFKA_VERSION.jar" "kafka-clients-$KAFKA_VERSION.jar")
+    [ "$PROFILE" = tools ] && needed+=("kafka-tools-$KAFKA_VERSION.jar")
+    for jar in "${needed[@]}"; do
+        [ -f "$tmp/$jar" ] || fail "mvn finished but $jar is missing from the copied jars (see $LOG)"
     done
-    ls "$tmp"/reload4j-*.jar "$tmp"/slf4j-reload4j-*.jar >/dev/null 2>&1 \
-        || fail "mvn finished but reload4j / slf4j-reload4j are missing: the broker would log nothing (see $LOG)"
+    if [ "$PROFILE" = tools ]; then
+        ls "$tmp"/reload4j-*.jar "$tmp"/slf4j-reload4j-*.jar >/dev/null 2>&1 \
+            || fail "mvn finished but reload4j / slf4j-reload4j are missing: the broker would log nothing (see $LOG)"
+    else
+        ls "$tmp"/log4j-1.2*.jar "$tmp"/slf4j-log4j12-*.jar >/dev/null 2>&1 \
+            || fail "mvn finished but log4j 1.2 / slf4j-log4j12 are missing: the broker would log nothing (see $LOG)"
+    fi
     rm -rf "$LIB"
     mv "$tmp" "$LIB"
     trap - EXIT

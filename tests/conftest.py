@@ -3,6 +3,8 @@
 - ``zk_server``     (session)  "127.0.0.1:PORT"; ``KEEL_TEST_ZK`` overrides it with an existing server.
 - ``zk_connect``    (function) ``f"{zk_server}/t-<test name>-<uuid8>"``; the chroot node exists, removed afterwards.
 - ``kazoo_client``  (function) a started KazooClient bound to ``zk_connect``; stopped and closed afterwards.
+- ``KEEL_STORE``    (session, autouse) points at a fresh file in the session's tmp dir: no test (nor a process it
+  starts) ever writes a developer's .run/keel.sqlite; a test that needs its own store sets KEEL_STORE again.
 
 Other fixtures belong in helper modules next to the tests that need them, not here.
 """
@@ -18,6 +20,20 @@ import pytest
 from kazoo.client import KazooClient
 
 from core.sandbox import zkserver
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_store(tmp_path_factory: pytest.TempPathFactory):
+    """KEEL_STORE -> <session tmp>/keel.sqlite for the whole session (restored afterwards)."""
+    saved = os.environ.get("KEEL_STORE")
+    os.environ["KEEL_STORE"] = str(tmp_path_factory.mktemp("store") / "keel.sqlite")
+    try:
+        yield os.environ["KEEL_STORE"]
+    finally:
+        if saved is None:
+            os.environ.pop("KEEL_STORE", None)
+        else:
+            os.environ["KEEL_STORE"] = saved
 
 
 @pytest.fixture(scope="session")

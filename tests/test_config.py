@@ -113,7 +113,7 @@ def test_tls_true_and_cert_pairing():
 
 
 @pytest.mark.parametrize("text,key,fragment", [
-    ("[keel]\nrole = \"admin\"\n[clusters.a]\nzk = \"h:1\"\n", "keel.role", "viewer"),
+    ("[keel]\nrole = \"superuser\"\n[clusters.a]\nzk = \"h:1\"\n", "keel.role", "viewer"),
     ("[keel]\nread_only = \"yes\"\n[clusters.a]\nzk = \"h:1\"\n", "keel.read_only", "true or false"),
     ("[keel]\nrolee = \"viewer\"\n[clusters.a]\nzk = \"h:1\"\n", "keel.rolee", "unknown key"),
     ("[keel]\nrole = \"viewer\"\n", "clusters", "no clusters"),
