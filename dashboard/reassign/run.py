@@ -6,6 +6,11 @@ exists and records the action and its rollback in the audit store (History lists
 is a FollowedRun in its session state under RUN, so a reload keeps it; one recorded earlier can be picked up again
 with follow_earlier. The progress panel is a 2 s fragment over the live snapshot.
 
+One run panel at a time, headed by its action number: the Execute message lives in the run it started (gone after
+Verify, Roll back or a change of goal), Verify's outcome is shown only in the panel of the action it verified. A
+partition that is not finishing says why (core.plans.stuck_reasons: no live source, target broker down, not yet
+in the ISR) and what to do. A write whose plan has risks (core.plans.plan_risks) needs one box ticked per risk.
+
 A partition whose topic no longer exists (deleted while it moved, or never created) is "gone": nothing will happen to
 it, so it counts as finished, like a complete one, and Verify removes the throttles without waiting for it.
 """
@@ -15,15 +20,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+import pandas as pd
 import streamlit as st
 
 from core.errors import KeelError
-from core.plans import ReassignmentPlan, parse_reassignment
+from core.plans import ReassignmentPlan, StuckReason, parse_reassignment, plan_risks, stuck_reasons
 from core.store import Action
 from core.zk import reassign
-from dashboard import actions, frame
+from dashboard import actions, frame, ui
 from dashboard.reassign import plan_view as rs
-from dashboard.text import md_text
+from dashboard.text import md, md_text
 
 RESULT = "ra_result"  # the outcome of Execute
 RUN_RESULT = "ra_run_result"  # the outcome of Verify / Next wave / Rollback
@@ -91,14 +97,15 @@ class FollowedRun:
     started: float | None = None  # time.time() of Execute in this session
     verified: Verified | None = None
     settled_seen: bool = False  # the page was redrawn once the run stopped moving
+    note: str | None = None  # what Execute said (markdown): shown in the panel until Verify, Roll back or a new goal
 
     @classmethod
     def executed(cls, done: reassign.Executed, plan: ReassignmentPlan, throttle: int | None, label: str,
-                 waves: Waves | None = None) -> FollowedRun:
+                 waves: Waves | None = None, note: str | None = None) -> FollowedRun:
         return cls(action_id=done.action_id, label=label, plan=plan, rollback=done.rollback, throttle=throttle,
                    partitions=done.partitions, moving=done.moving,
                    throttled_brokers=tuple(done.throttles.brokers) if done.throttles else (), waves=waves,
-                   started=time.time())
+                   started=time.time(), note=note)
 
     @classmethod
     def recorded(cls, action: Action) -> FollowedRun:
@@ -152,31 +159,47 @@ def _started(done: reassign.Executed, what: str) -> str:
     return text
 
 
+def risk_boxes(risks, context: str, *, disabled: bool) -> list[str]:
+    """One confirmation per risk, keyed by its text: a different risk is never covered by an earlier tick.
+    Returns the risks ticked (passed to the engine word for word)."""
+    return [risk for risk in risks
+            if st.checkbox(f"I understand: {md(risk)}", key=f"ra_risk_{actions.fingerprint(context, risk)}",
+                           disabled=disabled)]
+
+
+def goal_changed() -> None:
+    """on_change of the goal: messages about the previous plan go."""
+    actions.clear(RESULT)
+    run = st.session_state.get(RUN)
+    if isinstance(run, FollowedRun) and run.note:
+        st.session_state[RUN] = replace(run, note=None)
+
+
+def _start(ctx: frame.PageContext, doc: ReassignmentPlan, throttle: int | None, label: str, waves: Waves | None,
+           accepted) -> str:
+    done = reassign.execute(ctx.conn.write_session(), actions.store(), doc, cluster=ctx.cluster.name,
+                            throttle=throttle, actor=actions.actor(), accept_risks=list(accepted))
+    message = _started(done, label)
+    _track(FollowedRun.executed(done, doc, throttle, label, waves, note=md_text(message)))
+    _await_start(ctx, doc)
+    return message
+
+
 def execute(ctx: frame.PageContext, doc: ReassignmentPlan, throttle: int | None, context: str, label: str,
-            waves: Waves | None) -> None:
-    """on_click of Execute: write `doc` (the plan, or its first wave) with the throttle, then follow it."""
-    def work() -> str:
-        done = reassign.execute(ctx.conn.write_session(), actions.store(), doc, cluster=ctx.cluster.name,
-                                throttle=throttle, actor=actions.actor())
-        _track(FollowedRun.executed(done, doc, throttle, label, waves))
-        _await_start(ctx, doc)
-        return _started(done, label)
-
-    actions.run(RESULT, work, cfg=ctx.config, action="execute a reassignment", scope="reassign", context=context)
+            waves: Waves | None, accepted=()) -> None:
+    """on_click of Execute: write `doc` (the plan, or its first wave) with the throttle, then follow it. The
+    success message goes with the run (its panel shows it); a refusal stays by the button."""
+    if actions.run(RESULT, lambda: _start(ctx, doc, throttle, label, waves, accepted), cfg=ctx.config,
+                   action="execute a reassignment", scope="reassign", context=context):
+        actions.clear(RESULT)
 
 
-def _next_wave(ctx: frame.PageContext, run: FollowedRun) -> None:
+def _next_wave(ctx: frame.PageContext, run: FollowedRun, accepted=()) -> None:
     waves = run.waves.next()
-
-    def work() -> str:
-        doc = waves.doc
-        done = reassign.execute(ctx.conn.write_session(), actions.store(), doc, cluster=ctx.cluster.name,
-                                throttle=run.throttle, actor=actions.actor())
-        _track(FollowedRun.executed(done, doc, run.throttle, waves.label, waves))
-        _await_start(ctx, doc)
-        return _started(done, waves.label)
-
-    actions.run(RUN_RESULT, work, cfg=ctx.config, action="execute the next wave", scope="reassign-run")
+    if actions.run(RUN_RESULT, lambda: _start(ctx, waves.doc, run.throttle, waves.label, waves, accepted),
+                   cfg=ctx.config, action="execute the next wave", scope="reassign-run",
+                   context=str(run.action_id)):
+        actions.clear(RUN_RESULT)
 
 
 def _verify(ctx: frame.PageContext, run: FollowedRun) -> None:
@@ -184,7 +207,7 @@ def _verify(ctx: frame.PageContext, run: FollowedRun) -> None:
         result = reassign.verify(ctx.conn.write_session(), actions.store(), run.plan, cluster=ctx.cluster.name,
                                  actor=actions.actor())
         counts = rs.status_counts(result.partitions)
-        _update(run, verified=Verified(result.complete, result.throttles_removed, time.time()))
+        _update(run, verified=Verified(result.complete, result.throttles_removed, time.time()), note=None)
         total, gone = len(result.partitions), counts[reassign.GONE]
         removed = ("Throttles removed (topic throttled-replica lists and broker rates)." if result.throttles_removed
                    else "No throttle was left to remove.")
@@ -198,19 +221,23 @@ def _verify(ctx: frame.PageContext, run: FollowedRun) -> None:
                         "target" + (f", {gone:,} gone (their topic no longer exists)" if gone else "")
                         + ". The throttles stay until all are finished.")
 
-    actions.run(RUN_RESULT, work, cfg=ctx.config, action="verify the reassignment", scope="reassign-run")
+    actions.run(RUN_RESULT, work, cfg=ctx.config, action="verify the reassignment", scope="reassign-run",
+                context=str(run.action_id))
 
 
-def _rollback(ctx: frame.PageContext, run: FollowedRun) -> None:
+def _rollback(ctx: frame.PageContext, run: FollowedRun, accepted=()) -> None:
     def work() -> str:
         done = reassign.rollback(ctx.conn.write_session(), actions.store(), run.action_id, cluster=ctx.cluster.name,
-                                 throttle=run.throttle, actor=actions.actor())
+                                 throttle=run.throttle, actor=actions.actor(), accept_risks=list(accepted))
         label = f"Rollback of action #{run.action_id}"
-        _track(FollowedRun.executed(done, run.rollback, run.throttle, label))
+        message = _started(done, label)
+        _track(FollowedRun.executed(done, run.rollback, run.throttle, label, note=md_text(message)))
         _await_start(ctx, run.rollback)
-        return _started(done, label)
+        return message
 
-    actions.run(RUN_RESULT, work, cfg=ctx.config, action="roll back the reassignment", scope="reassign-run")
+    if actions.run(RUN_RESULT, work, cfg=ctx.config, action="roll back the reassignment", scope="reassign-run",
+                   context=str(run.action_id)):
+        actions.clear(RUN_RESULT)
 
 
 def _follow(ctx: frame.PageContext, action_id: int) -> None:
@@ -221,7 +248,7 @@ def _follow(ctx: frame.PageContext, action_id: int) -> None:
         action = actions.store().action(action_id)
     except Exception as e:  # an unreadable store is a message, not a traceback
         return refuse(f"Cannot read the audit store: {e}")
-    if action is None or action.kind != "reassignment" or not isinstance(action.payload, dict) \
+    if action is None or action.kind not in ("reassignment", "rollback") or not isinstance(action.payload, dict) \
             or "plan" not in action.payload:
         return refuse(f"Action #{action_id} is not a recorded reassignment.")
     try:
@@ -239,18 +266,54 @@ def _dismiss() -> None:
 # --- the progress panel -----------------------------------------------------------------------------------------
 
 
+def _statuses(ctx: frame.PageContext, run: FollowedRun, live):
+    return ctx.conn.derived("reassign.status", live, lambda s: reassign.reassignment_status(run.plan, s),
+                            key=run.action_id)
+
+
+def finished(ctx: frame.PageContext, run: FollowedRun) -> bool:
+    """Nothing of `run` is still moving or off target (every partition complete or gone)."""
+    live = ctx.conn.snapshot()
+    return live is not None and all(p.status.finished for p in _statuses(ctx, run, live))
+
+
+STUCK_COLUMNS = ["Topic", "Partition", "Why", "Brokers", "What to do"]
+
+
+def _stuck_panel(ctx: frame.PageContext, run: FollowedRun, live) -> None:
+    """Per partition still in progress: why it has not finished, and what to do (core.plans.stuck_reasons)."""
+    stuck = ctx.conn.derived("reassign.stuck", live, lambda s: stuck_reasons(run.plan, s), key=run.action_id)
+    if not stuck:
+        return
+    blocked = [x for x in stuck if x.reason in (StuckReason.NO_LIVE_SOURCE, StuckReason.TARGET_DOWN)]
+    if blocked:
+        first = blocked[0]
+        st.error(f"**{len(blocked):,} partition(s) cannot finish** ({md(first.reason)}: {md(first.topic)}-"
+                 f"{first.partition}{' and more' if len(blocked) > 1 else ''}). {md(first.advice)} Kafka accepts no "
+                 "other reassignment until this one completes.", icon=":material/block:")
+    table = ctx.conn.derived("reassign.stuck_table", live, lambda s: pd.DataFrame(
+        [{"Topic": x.topic, "Partition": x.partition, "Why": str(x.reason), "Brokers": rs.ids(x.brokers),
+          "What to do": x.advice} for x in stuck], columns=STUCK_COLUMNS), key=run.action_id)
+    with st.expander(f"Why {len(stuck):,} partition(s) are not finished yet", expanded=bool(blocked),
+                     icon=":material/help:"):
+        st.dataframe(table.head(500), hide_index=True, key="ra_stuck",
+                     column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small"),
+                                    "What to do": st.column_config.TextColumn(width="large")})
+        if len(table) > 500:
+            st.caption(f"First 500 of {len(table):,}, the most blocked first.")
+
+
 @st.fragment(run_every=frame.REFRESH_SECONDS)
 def progress_panel(ctx: frame.PageContext) -> None:
     run: FollowedRun | None = st.session_state.get(RUN)
     if not isinstance(run, FollowedRun):
         return
     live = frame.live_snapshot(ctx.conn, in_fragment=True)
-    statuses = ctx.conn.derived("reassign.status", live, lambda s: reassign.reassignment_status(run.plan, s),
-                                key=run.action_id)
+    statuses = _statuses(ctx, run, live)
     counts = rs.status_counts(statuses)
     total = len(statuses)
     done, gone, moving = counts[reassign.COMPLETE], counts[reassign.GONE], counts[reassign.IN_FLIGHT]
-    finished = done + gone
+    finished_ = done + gone
     running = live.in_progress.reassignment
     reason = actions.blocked_reason(ctx.config, "change the cluster")
     if not running and not moving and not run.settled_seen:
@@ -258,31 +321,38 @@ def progress_panel(ctx: frame.PageContext) -> None:
         _update(run, settled_seen=True)
         st.rerun()
 
+    st.subheader(f"Action #{run.action_id}: {run.label}", anchor=False)
     with st.container(border=True, key="ra_progress"):
         head = st.columns([5, 1], vertical_alignment="center")
         throttle = f"throttle {run.throttle:,} B/s" if run.throttle else "unthrottled"
         if run.throttle and run.throttled_brokers:
             throttle += f" on broker(s) {rs.ids(run.throttled_brokers)}"
-        head[0].markdown(f"**{run.label}** · action #{run.action_id} · {total:,} partition(s) · {throttle}")
+        with head[0]:
+            links = st.container(horizontal=True, vertical_alignment="center", gap="small")
+            links.markdown(f"**{md(run.label)}** · {total:,} partition(s) · {throttle}")
+            ui.action_link(run.action_id, container=links)
         head[1].button("Dismiss", key="ra_dismiss", on_click=_dismiss, width="stretch",
                        help="Stop following it here (History keeps the action)")
-        st.progress(finished / total if total else 1.0, text=f"{done:,} of {total:,} partition(s) complete"
+        if run.note:
+            st.success(run.note, icon=":material/check_circle:")
+        st.progress(finished_ / total if total else 1.0, text=f"{done:,} of {total:,} partition(s) complete"
                     + (f", {gone:,} gone" if gone else ""))
-        m = st.columns(4 if gone else 3)
-        m[0].metric("Complete", f"{done:,}", border=True, help="Replicas equal the target, nothing in flight")
-        m[1].metric("In progress", f"{moving:,}", border=True,
-                    help="Still in /admin/reassign_partitions, or adding / removing replicas")
-        m[2].metric("Not at target", f"{counts[reassign.NOT_AT_TARGET]:,}", border=True,
-                    help="Not moving, and not on the target replicas")
+        m = ui.metric_row()
+        ui.metric(m, "Complete", f"{done:,}", help="Replicas equal the target, nothing in flight")
+        ui.metric(m, "In progress", f"{moving:,}",
+                  help="Still in /admin/reassign_partitions, or adding / removing replicas")
+        ui.metric(m, "Not at target", f"{counts[reassign.NOT_AT_TARGET]:,}",
+                  help="Not moving, and not on the target replicas")
         if gone:
-            m[3].metric("Gone", f"{gone:,}", border=True,
-                        help="Their topic no longer exists (deleted since, or never created): nothing to wait for")
+            ui.metric(m, "Gone", f"{gone:,}",
+                      help="Their topic no longer exists (deleted since, or never created): nothing to wait for")
         verified = run.verified
         if moving:
             st.info("Running: the controller is copying the new replicas and removes each partition from "
                     "/admin/reassign_partitions when it is done. This panel follows it live.",
                     icon=":material/hourglass_top:")
-        elif finished == total:
+            _stuck_panel(ctx, run, live)
+        elif finished_ == total:
             every = "every partition is at its target" + (" or gone" if gone else "")
             if verified and verified.complete:
                 st.success(f"Complete and verified: {every} and the throttles are gone.",
@@ -315,28 +385,41 @@ def progress_panel(ctx: frame.PageContext) -> None:
         waves = run.waves
         if waves is not None and waves.has_next:
             nxt = waves.next()
+            risks = ctx.conn.derived("reassign.next_risks", live, lambda s: plan_risks(nxt.doc, s),
+                                     key=(run.action_id, nxt.index))
+            for risk in risks:
+                st.error(f"**The next wave may never finish.** {md(risk)}.", icon=":material/report:")
+            accepted = risk_boxes(risks, f"wave:{run.action_id}:{nxt.index}", disabled=reason is not None)
             b[1].button(f"Execute {nxt.label.lower()}", key="ra_next_wave", type="primary",
-                        icon=":material/skip_next:", on_click=_next_wave, args=(ctx, run), width="stretch",
-                        disabled=reason is not None or finished != total or bool(running),
+                        icon=":material/skip_next:", on_click=_next_wave, args=(ctx, run, accepted), width="stretch",
+                        disabled=reason is not None or finished_ != total or bool(running)
+                        or len(accepted) < len(risks),
                         help=reason or f"{len(nxt.keys[nxt.index]):,} partition(s), once this wave is complete")
         if run.rollback is not None:
             roll_help = reason or (reassign.CANNOT_CANCEL + "." if running else
                                    "Execute the saved rollback: the replicas these partitions had before "
                                    f"action #{run.action_id}")
+            risks = [] if running else ctx.conn.derived(
+                "reassign.rollback_risks", live, lambda s: plan_risks(run.rollback, s), key=run.action_id)
+            for risk in risks:
+                st.error(f"**The rollback may never finish.** {md(risk)}.", icon=":material/report:")
             r = st.columns([3, 1], vertical_alignment="center")  # its own row: the label is a sentence
             confirm = r[0].checkbox(f"Restore the {total:,} partition(s) to their replicas before "
                                     f"action #{run.action_id}", key=f"ra_roll_confirm_{run.action_id}",
                                     disabled=reason is not None or bool(running))
-            r[1].button("Roll back", key="ra_rollback", icon=":material/undo:", on_click=_rollback, args=(ctx, run),
-                        disabled=reason is not None or bool(running) or not confirm, help=roll_help, width="stretch")
+            accepted = risk_boxes(risks, f"rollback:{run.action_id}", disabled=reason is not None)
+            r[1].button("Roll back", key="ra_rollback", icon=":material/undo:", on_click=_rollback,
+                        args=(ctx, run, accepted), help=roll_help, width="stretch",
+                        disabled=reason is not None or bool(running) or not confirm or len(accepted) < len(risks))
         st.caption(f":material/info: {reassign.CANNOT_CANCEL}. Rollback is enabled once no reassignment is running.")
-        actions.show(RUN_RESULT, scope="reassign-run")
+        actions.show(RUN_RESULT, scope="reassign-run", context=str(run.action_id), only_current=True)
 
 
 def follow_earlier(ctx: frame.PageContext) -> None:
     """Pick a reassignment recorded earlier (another session, before a reload) to follow, verify or roll back."""
     try:
-        recorded = [a for a in actions.store().actions(ctx.cluster.name, kind="reassignment", limit=20)
+        recorded = [a for a in actions.store().actions(ctx.cluster.name, kind=("reassignment", "rollback"),
+                                                       limit=20)
                     if a.status == "applied"]
     except Exception:
         return
