@@ -23,7 +23,12 @@ Differences that remain, by design (README, "Emulator vs Kafka"), none of which 
 - a follower that falls behind without dying: the emulator has no replica lag (replica.lag.time.max.ms) except when
   its broker stops, so ISRs only shrink on a broker failure;
 - copying data: a reassignment's new replica joins the ISR after a modelled copy time (size over throttle), not
-  after really fetching the log.
+  after really fetching the log;
+- Kafka before 2.4: the emulator plays the KIP-455 controller only, so this story is skipped on 2.0 and 1.1;
+- not in this story: a topic deleted while a replica's broker is down (the emulator takes the live replicas out of
+  the ISR in id order, Kafka in the order of its hash sets: the last one left may differ until the topic goes).
+
+Measured: no difference on Kafka 3.9.1, 2.8.2 and 2.4.1 (`make test-kafka-matrix`).
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from core.topics import draft_add_partitions, draft_create_topic
 from core.zk import election, reassign, topic_admin
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
-from tests.kafka.realkafka import RealKafka, needs_kafka
+from tests.kafka.realkafka import RealKafka, eventually, needs_kafka
 
 pytestmark = needs_kafka("2.4", "the emulator plays the controller of Kafka 2.4+ (KIP-455 reassignments, "
                                 "adding/removing replicas in the topic node)")
@@ -246,6 +251,12 @@ def story(kafka: RealKafka, tmp_path_factory: pytest.TempPathFactory):
                 root.delete_tree(chroot)
             kafka.ensure_healthy()
             kafka.admin.delete_topics([t for t in kafka.admin.list_topics() if t.startswith(PREFIX)])
+
+            def gone() -> None:  # the tests after this one list topics (kafka-topics before 3.x fails on a vanishing one)
+                assert not [t for t in kafka.zk.children(zf.TOPICS) or () if t.startswith(PREFIX)]
+                assert not [t for t in kafka.admin.list_topics() if t.startswith(PREFIX)]
+
+            eventually(gone, timeout=60)
 
 
 # --------------------------------------------------------------------------------------------------------------
