@@ -19,18 +19,20 @@ import hashlib
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import pandas as pd
 import streamlit as st
 
-from core.config import KeelConfig, require_operator
+from core import access
+from core.config import KeelConfig
 from core.errors import KeelError, PermissionDeniedError
 from core.model import ClusterSnapshot
-from core.store import Store, default_actor
+from core.store import Store, acting
 from core.topics import TOPIC_CONFIGS
-from dashboard import frame
+from dashboard import frame, identity
 from dashboard.text import md, md_text
 
 log = logging.getLogger(__name__)
@@ -41,14 +43,44 @@ CONFIG_COLUMNS = ["Key", "Value"]
 # --- who may act, and as whom ------------------------------------------------------------------------
 
 
-def blocked_reason(cfg: KeelConfig, action: str = "change the cluster") -> str | None:
-    """Why this instance may not write (the engine's PermissionDeniedError message, as markdown: it can name a
-    topic), or None."""
+def blocked_reason(cfg: KeelConfig, action: str = "change the cluster", needs: access.Role | None = None
+                   ) -> str | None:
+    """Why the person at the keyboard may not `action` on the selected cluster (core.access.check's message, as
+    markdown: it can name a topic), or None. The role needed follows from the action (deleting and rolling back
+    are the admin's, core.access.needed_role) unless `needs` says."""
     try:
-        require_operator(cfg, action)
+        _check(cfg, action, needs)
     except PermissionDeniedError as e:
         return md_text(e)
-    return None
+    return _migration_block(cfg)
+
+
+def _migration_block(cfg: KeelConfig, plain: bool = False) -> str | None:
+    """Issue 18: no ZooKeeper write while a ZooKeeper -> KRaft migration is under way (dashboard.migration)."""
+    from dashboard import migration
+
+    try:
+        conn = frame.connection(frame.selected_cluster(cfg))
+        return migration.block_text(conn) if plain else migration.block_reason(conn)
+    except Exception:  # no connection yet: the write itself reports that
+        return None
+
+
+def _check(cfg: KeelConfig, action: str, needs: access.Role | None) -> access.Decision:
+    cluster = frame.selected_cluster(cfg).name
+    return access.check(identity.session_identity(), cfg, cluster, needs or access.needed_role(action), action,
+                        exposed=identity.exposed())
+
+
+def _record_refusal(cfg: KeelConfig, action: str, e: access.RoleDeniedError) -> None:
+    """An action refused for lack of role goes to the audit store too (kind "refused"); best effort."""
+    who = identity.session_identity()
+    try:
+        store().record(cluster=frame.selected_cluster(cfg).name, kind="refused", target=action[:200],
+                       summary=f"refused: {action}", result=str(e), actor=who.actor, source=who.source,
+                       role=e.role.value)
+    except Exception as err:
+        log.warning("could not record a refused action: %s", type(err).__name__)
 
 
 def show_blocked(reason: str | None) -> None:
@@ -57,11 +89,12 @@ def show_blocked(reason: str | None) -> None:
 
 
 def actor() -> str:
-    return default_actor()
+    """Who acts in this session: the signed-in person's email (or subject), else the local user."""
+    return identity.session_identity().actor
 
 
 def store() -> Store:
-    """The audit store ($KEEL_STORE, default .run/keel.sqlite)."""
+    """The audit store ($KEEL_STORE, default keel.sqlite in $RUN_DIR, else .run/)."""
     return Store()
 
 
@@ -84,20 +117,30 @@ class Result:
 
 
 def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, scope: str | None = None,
-        context: str | None = None) -> bool:
-    """Call `work()` (an engine write returning a plain-text summary, one line per line) behind the operator gate;
-    store the outcome in st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either.
-    Messages are stored escaped for markdown: they quote names and values read from the cluster.
+        context: str | None = None, needs: access.Role | None = None) -> bool:
+    """Call `work()` (an engine write returning a plain-text summary, one line per line) behind the role gate
+    (core.access.check: this session's identity on the selected cluster); store the outcome in
+    st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either. Messages are stored
+    escaped for markdown: they quote names and values read from the cluster.
 
     The gate is checked against the config as it is *now* (re-read), not only as it was when the button was
-    drawn: an instance switched to read-only refuses a click on a page that was open before."""
+    drawn: an instance switched to read-only, or a role taken away, refuses a click on a page that was open
+    before. A refusal for lack of role is recorded; what `work()` records names the actor, source and role."""
     try:
-        require_operator(cfg, action)
-        now = frame.config()
-        if isinstance(now, KeelError):
-            raise now
-        require_operator(now, action)
-        message = work()
+        try:
+            _check(cfg, action, needs)
+            now = frame.config()
+            if isinstance(now, KeelError):
+                raise now
+            decision = _check(now, action, needs)
+        except access.RoleDeniedError as e:
+            _record_refusal(cfg, action, e)
+            raise
+        if (why := _migration_block(cfg, plain=True)) is not None:
+            raise PermissionDeniedError(why)
+        who = identity.session_identity()
+        with acting(who.actor, who.source, decision.role.value):
+            message = work()
     except KeelError as e:
         st.session_state[slot] = Result(False, md_text(e), scope, context)
         return False
@@ -110,14 +153,20 @@ def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, sco
     return True
 
 
-def show(slot: str, *, scope: str | None = None, context: str | None = None) -> Result | None:
+def show(slot: str, *, scope: str | None = None, context: str | None = None, only_current: bool = False
+         ) -> Result | None:
     """Draw the stored result of `slot` if it belongs here (same scope), until the next attempt. A failure about
-    a draft that is no longer the one on screen says so (the cluster or the inputs changed since)."""
+    a draft that is no longer the one on screen says so (the cluster or the inputs changed since); with
+    `only_current`, a result about another context is not shown at all."""
     r: Result | None = st.session_state.get(slot)
-    if r is None or r.scope != scope:
+    if r is None or r.scope != scope or (only_current and r.context != context):
         return None
     if r.ok:
         st.success(r.message, icon=":material/check_circle:")
+        written = re.search(r"action \\?#(\d+)", r.message)  # "action #N in History": a link to that row
+        if written:
+            st.page_link("views/history.py", label=f"Action #{written.group(1)} in History",
+                         icon=":material/history:", query_params={"action": written.group(1)})
     else:
         note = "" if r.context is None or r.context == context else \
             "  \n*(This was about an earlier preview; the one shown now is different.)*"

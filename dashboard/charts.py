@@ -111,30 +111,32 @@ def imbalance_chart(
 ) -> go.Figure:
     """Preferred-leader imbalance per broker in percent, with the controller's threshold as a dashed line.
 
-    Bars over the threshold are red. A broker that is the preferred replica of nothing has no ratio
-    (the controller does not check it) and is drawn as an empty slot labelled "n/a".
+    Bars over the threshold are red, for alive brokers only: a down broker leads nothing whatever an election does
+    (it is hatched and grey). A broker that is the preferred replica of nothing has nothing off its preferred
+    leader: 0%.
     """
     labels = [broker_label(b, a) for b, a in zip(broker_ids, alive)]
-    pct = [None if r is None else r * 100.0 for r in ratios]
-    over = [p is not None and p > threshold_percent for p in pct]
+    pct = [0.0 if r is None else r * 100.0 for r in ratios]
+    over = [a and p > threshold_percent for p, a in zip(pct, alive)]
     fig = go.Figure()
     fig.add_bar(
         x=labels,
         y=[0 if p is None else p for p in pct],
         marker=dict(
-            color=[OVER_COLOR if o else OK_COLOR for o in over],
+            color=[OVER_COLOR if o else (OK_COLOR if a else DOWN_FILL) for o, a in zip(over, alive)],
             pattern=dict(shape=["x" if not a else "" for a in alive], fgcolor="#333333", size=6),
         ),
-        text=["n/a" if p is None else f"{p:.0f}%" for p in pct],
+        text=[f"{p:.0f}%" for p in pct],
         textposition="outside",
-        customdata=[["over threshold" if o else "within threshold"] for o in over],
+        customdata=[["over threshold" if o else "within threshold" if a else "down: leads nothing until it returns"]
+                    for o, a in zip(over, alive)],
         hovertemplate="broker %{x}<br>imbalance: %{y:.1f}%<br>%{customdata[0]}<extra></extra>",
         showlegend=False,
     )
     fig.add_hline(y=threshold_percent, line=dict(color=OVER_COLOR, dash="dash", width=2),
                   annotation_text=f"threshold {threshold_percent:g}%", annotation_position="top left",
                   annotation_font=dict(color=OVER_COLOR))
-    top = max([threshold_percent] + [p for p in pct if p is not None])
+    top = max([threshold_percent, *pct])
     fig.update_yaxes(range=[0, max(top * 1.2, 10)], ticksuffix="%")
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     return _layout(fig, "Preferred-leader imbalance per broker", "Imbalance", height)
@@ -183,6 +185,15 @@ CHANGE_SCALE = [[0.0, "#B2182B"], [0.5, "#F7F7F7"], [1.0, "#2166AC"]]  # losing 
 MAX_CELL_TEXT = 400  # cells per panel above which the counts are not printed in the cells
 
 
+def cell_texts(z: Sequence[Sequence[int]], *, signed: bool = False) -> list[list[str]]:
+    """What each heatmap cell prints: its own count ("1,234"), or its change ("+2", "-3", "0") when `signed`."""
+    def one(v: int) -> str:
+        if not signed or v == 0:
+            return f"{v:,}"
+        return f"+{v:,}" if v > 0 else f"{v:,}"
+    return [[one(v) for v in row] for row in z]
+
+
 def marked_label(broker_id: int, alive: bool, mark: str | None = None) -> str:
     """A broker's axis label: "3", "3 (down)", "7 (drain)", "9 (empty)"."""
     if not alive:
@@ -197,11 +208,13 @@ def _labels(broker_ids: Sequence[int], alive: Sequence[bool], marks) -> list[str
 
 def _topic_broker_layout(fig: go.Figure, labels: list[str], topics: Sequence[str], title: str, *,
                          top_margin: int) -> go.Figure:
-    """Brokers across, topics down (first topic on top), one row of height per topic within bounds."""
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels, title_text="Broker",
-                     showgrid=False)
-    fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(topics)[::-1], showgrid=False,
-                     automargin=True)
+    """Brokers across, topics down (first topic on top), one row of height per topic within bounds.
+
+    The rows are drawn in the traces' own order, top down (a reversed axis), never re-sorted by a category array:
+    plotly.js places a heatmap's cell texts by the trace's row index, so a category order other than the trace's
+    printed each row's numbers on its mirror row (issue 16) while colours and hover texts were right."""
+    fig.update_xaxes(type="category", categoryorder="trace", title_text="Broker", showgrid=False)
+    fig.update_yaxes(type="category", categoryorder="trace", autorange="reversed", showgrid=False, automargin=True)
     height = max(260, min(900, 110 + 24 * len(topics)))
     fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=15)), height=height,
                       margin=dict(l=10, r=10, t=top_margin, b=10), plot_bgcolor="rgba(0,0,0,0)",
@@ -232,7 +245,7 @@ def replica_heatmaps(
     for col, (name, z) in enumerate((("before", before), ("after", after)), start=1):
         fig.add_trace(go.Heatmap(
             z=[list(r) for r in z], x=labels, y=list(topics), coloraxis="coloraxis", xgap=1, ygap=1,
-            texttemplate="%{z:,}" if show_text else None,
+            text=cell_texts(z) if show_text else None, texttemplate="%{text}" if show_text else None,
             hovertemplate=f"broker %{{x}}<br>topic %{{y}}<br>replicas {name}: %{{z:,}}<extra></extra>"),
             row=1, col=col)
     fig.update_layout(coloraxis=dict(colorscale=HEAT_SCALE, cmin=0, cmax=top,
@@ -258,7 +271,8 @@ def replica_change_heatmap(
     show_text = len(topics) * len(labels) <= MAX_CELL_TEXT
     fig = go.Figure(go.Heatmap(
         z=delta, x=labels, y=list(topics), zmin=-reach, zmax=reach, zmid=0, colorscale=CHANGE_SCALE, xgap=1, ygap=1,
-        texttemplate="%{z:+,}" if show_text else None, colorbar=dict(title=dict(text="Δ replicas"), thickness=12),
+        text=cell_texts(delta, signed=True) if show_text else None, texttemplate="%{text}" if show_text else None,
+        colorbar=dict(title=dict(text="Δ replicas"), thickness=12),
         hovertemplate="broker %{x}<br>topic %{y}<br>change: %{z:+,}<extra></extra>"))
     return _topic_broker_layout(fig, labels, topics, title, top_margin=45)
 

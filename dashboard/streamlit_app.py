@@ -1,7 +1,8 @@
 """Keel's entry point: `streamlit run dashboard/streamlit_app.py`.
 
 The router: `st.navigation` over the pages, and the frame every page shares in the sidebar
-(cluster picker from keel.toml, role / read-only badge, live connection status; dashboard.frame).
+(cluster picker from keel.toml, who is signed in and their role on that cluster, live connection status;
+dashboard.frame, dashboard.identity).
 Pages live in views/ (one file each) or, for a feature with its own helpers, in its package (reassign/, fleet/);
 their `page.py` files get an explicit url_path (the inferred one would be "page" for both).
 """
@@ -11,8 +12,8 @@ from __future__ import annotations
 import streamlit as st  # Keel is installed into the venv (make venv), so `core` imports wherever streamlit runs
 
 
-from core.config import ConfigError, can_act
-from dashboard import frame
+from core.config import ConfigError
+from dashboard import frame, identity, migration
 from dashboard.text import md, md_text
 
 st.set_page_config(page_title="Keel", page_icon=":material/anchor:", layout="wide")
@@ -22,7 +23,13 @@ PAGES = {
         st.Page("views/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
         st.Page("views/topics.py", title="Topics", icon=":material/topic:"),
         st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
+        st.Page("views/broker.py", title="Broker", icon=":material/storage:"),  # one broker (?broker=N)
         st.Page("views/leaders.py", title="Leaders", icon=":material/how_to_vote:"),
+        # issue 18: operations
+        st.Page("views/restart.py", title="Rolling restart", icon=":material/restart_alt:"),
+        st.Page("views/log_dirs.py", title="Log dirs (JBOD)", icon=":material/storage:"),
+        st.Page("views/consumer_groups.py", title="Consumer groups", icon=":material/group:"),
+        st.Page("views/state_changes.py", title="State-change logs", icon=":material/timeline:"),
     ],
     "Change": [
         st.Page("views/create_topic.py", title="Create topic", icon=":material/add_circle:"),
@@ -48,6 +55,8 @@ if isinstance(cfg, ConfigError):
         page.run()
     st.stop()
 
+identity.require(cfg)  # who is at the keyboard (oidc / proxy / none); the sign-in screen or a refusal stops here
+
 with st.sidebar:
     st.markdown("## :material/anchor: Keel")
     names = list(cfg.clusters)
@@ -60,15 +69,11 @@ with st.sidebar:
         help=f"Clusters configured in {cfg.path}",
     )
     cluster = cfg.clusters[choice]
+    if len(names) > 1 and st.query_params.get("cluster") != choice:
+        st.query_params["cluster"] = choice  # every view's URL names its cluster (paste it: same view)
     st.caption(f"ZooKeeper `{cluster.zk}`" + (f" · digest user `{cluster.digest_user}`" if cluster.digest else "")
                + (" · TLS" if cluster.tls else ""))
-    badges = st.container(horizontal=True)
-    badges.badge(f"role: {cfg.role.value}", icon=":material/badge:", color="green" if can_act(cfg) else "gray")
-    if cfg.read_only:
-        badges.badge("read-only", icon=":material/visibility:", color="orange")
-    if not can_act(cfg):
-        st.caption("Write actions are disabled: " + ("this instance is read-only." if cfg.read_only
-                                                     else "the viewer role cannot change the cluster."))
+    identity.sidebar(cfg, choice)  # signed in as whom, the role on this cluster, Sign out
     status_box = st.empty()
 
 conn = frame.connection(cluster)
@@ -77,6 +82,7 @@ if conn.snapshot() is None:
 conn.ensure()  # a failed connect is retried at once on every full rerun
 if needs_cluster:
     frame.wait_for_first_snapshot(conn)  # progress in the main area; bounded by connect_timeout
+    migration.banner(conn)  # a ZooKeeper -> KRaft migration: on every page, with why writes are disabled
 
 
 @st.fragment(run_every=frame.REFRESH_SECONDS)

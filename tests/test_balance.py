@@ -173,7 +173,10 @@ def test_unregistered_targets_are_left_out_with_a_warning_as_kafka_filters_them(
     for strategy in STRATEGIES:
         result = STRATEGIES[strategy](snap, PlanRequest(topics=every_topic(snap), target_brokers=(0, 1, 2, 3, 4, 5, 9)))
         assert "left out, not registered in ZooKeeper: broker(s) 5,9" in result.warnings
-        assert all(5 not in r and 9 not in r for r in result.target.values())
+        assert all(9 not in r for r in result.target.values())
+        # down broker 5 is not drained: its partitions are left as they are (see the tests on down brokers)
+        assert all(5 not in r for r in result.proposed.values())
+        assert all(result.target[(p.topic, p.partition)] == p.replicas for p in snap.partitions() if 5 in p.replicas)
 
 
 def test_partial_racks_are_refused_unless_rack_awareness_is_off():
@@ -247,13 +250,50 @@ def test_drain_moves_the_drained_replicas_and_little_more():
     assert r.brokers_off_target[1] == 0 and r.leaders[1].spread <= 1 and r.rack_violations[1] == 0
 
 
-def test_dead_brokers_are_emptied_by_default():
+def test_dead_brokers_are_emptied_when_drained():
     snap, _ = kafka_placed(9, 0, 3, 20)
     snap = replace(snap, brokers=tuple(replace(b, alive=b.id != 4) for b in snap.brokers))
-    result = STRATEGIES["balanced"](snap, PlanRequest())
+    result = STRATEGIES["balanced"](snap, PlanRequest(drain_brokers=(4,)))
     assert all(4 not in r for r in result.target.values())
     on_dead = sum(4 in p.replicas for p in snap.partitions())
     assert on_dead <= result.report.replicas_moved <= 1.05 * result.report.lower_bound
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_a_goal_moves_only_what_it_names_a_down_broker_keeps_its_replicas_unless_drained(strategy):
+    """Issue 16: "Fill new brokers" with broker 2 down moved every replica off broker 2, and the run never finished
+    (partitions whose only copies were on broker 2 cannot catch up; a target keeping a down replica never completes,
+    since the broker never rejoins the ISR). A partition holding a down broker's replica is left as it is, with a
+    warning naming the drain goal; draining the broker moves them."""
+    snap, _ = kafka_placed(8, 1, 0, 20)  # brokers 0-7 hold everything, 8 is empty
+    snap = replace(snap, brokers=tuple(replace(b, alive=b.id != 2) for b in snap.brokers))
+    request = PlanRequest(topics=every_topic(snap) if strategy == "kafka-generate" else None, seed=1)
+    result = STRATEGIES[strategy](snap, request)
+    on_down = [p for p in snap.partitions() if 2 in p.replicas]
+    assert on_down
+    for p in on_down:  # untouched: not moved, not even reordered
+        assert (p.topic, p.partition) not in result.proposed
+    assert sum(2 in r for r in result.target.values()) == len(on_down)
+    assert all(2 not in r for r in result.proposed.values())
+    assert any(f"{len(on_down)} partition(s) with a replica on down broker(s) 2 are left as they are" in w
+               and "--exclude-brokers 2" in w for w in result.warnings)
+    held = Counter(b for r in result.target.values() for b in r)
+    assert held[8] > 0  # the goal itself is met: the empty broker gets replicas
+    if strategy == "balanced":
+        live = [b for b in range(9) if b != 2]
+        r = result.report
+        assert r.brokers_off_target[1] == 0 and max(held[b] for b in live) - min(held[b] for b in live) <= 1
+        assert r.lower_bound > 0 and r.replicas_moved <= 1.05 * r.lower_bound
+    drained = STRATEGIES[strategy](snap, replace(request, drain_brokers=(2,)))
+    assert all(2 not in r for r in drained.target.values())
+    assert not any("down broker" in w for w in drained.warnings)
+
+
+def test_a_replication_factor_change_replaces_the_down_replicas_of_the_topics_it_names():
+    snap = snapshot({b: None for b in range(5)}, {"t": [(0, 1), (1, 2), (2, 3), (3, 0)], "u": [(0, 1), (1, 2)]},
+                    dead=(2,))
+    result = STRATEGIES["balanced"](snap, PlanRequest(topics=("t",), replication_factor=3))
+    assert all(len(r) == 3 and 2 not in r for (t, _), r in result.target.items())
 
 
 def test_an_already_balanced_cluster_gets_no_moves():
@@ -358,6 +398,7 @@ def random_cluster(seed: int) -> tuple[ClusterSnapshot, PlanRequest]:
     dead = tuple(b for b in old if rng.random() < 0.05)
     alive = [b for b in range(n) if b not in dead]
     drain = tuple(rng.sample(alive, rng.randint(0, max(0, len(alive) // 4)))) if rng.random() < 0.3 else ()
+    drain += dead  # a down broker's replicas move only when it is drained (test_a_goal_moves_only_what_it_names_...)
     request = PlanRequest(partition_sizes=sizes if rng.random() < 0.5 else None, drain_brokers=drain,
                           per_topic_spread=rng.random() < 0.2)
     return snapshot(racks, topics, dead=dead), request

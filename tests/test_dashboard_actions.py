@@ -321,7 +321,7 @@ def test_add_partitions_bounded_before_any_work(small, zk_connect, tmp_path, mon
     at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/topics.py")
     topic = next(t for t in small.snapshot().topics if not t.name.startswith("__"))
     current = len(topic.partitions)
-    at.selectbox(key="topic_choice").select(topic.name).run()
+    at.selectbox(key="topic").select(topic.name).run()
     field = f"ap_total::{topic.name}::{current}"
     started = time.monotonic()
     at.number_input(key=field).set_value(10_000_000).run()
@@ -394,7 +394,7 @@ def test_topic_actions_and_history(small, zk_connect, tmp_path, monkeypatch, sto
     snap = small.snapshot()
     topic = next(t for t in snap.topics if not t.name.startswith("__") and len(t.partitions) < 40)
     name, current = topic.name, len(topic.partitions)
-    at.selectbox(key="topic_choice").select(name).run()
+    at.selectbox(key="topic").select(name).run()
     ok(at)
 
     # --- add partitions
@@ -465,7 +465,7 @@ def test_topic_actions_and_history(small, zk_connect, tmp_path, monkeypatch, sto
 
     # --- internal topics: refused with the engine's messages
     at.run()
-    at.selectbox(key="topic_choice").select("__consumer_offsets").run()
+    at.selectbox(key="topic").select("__consumer_offsets").run()
     ok(at)
     assert "__consumer_offsets is a kafka internal topic and is not allowed to be marked for deletion" in errors(at)
     assert "The number of partitions for the internal topic __consumer_offsets cannot be changed." in errors(at)
@@ -496,7 +496,7 @@ def test_topic_actions_and_history(small, zk_connect, tmp_path, monkeypatch, sto
 def test_topic_actions_disabled_for_viewer(small, zk_connect, tmp_path, monkeypatch, store):
     at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/topics.py", role="viewer")
     name = next(t.name for t in small.snapshot().topics if not t.name.startswith("__"))
-    at.selectbox(key="topic_choice").select(name).run()
+    at.selectbox(key="topic").select(name).run()
     ok(at)
     assert "only an operator may write" in texts(at.caption)
     for key in ("ap_apply", "del_apply"):
@@ -546,7 +546,7 @@ def test_leaders_after_a_broker_restart_elect_all(small, zk_connect, tmp_path, m
             assert row["Reason"] == c.reason
     assert any(r == f"preferred broker {dead} is down" for r in frame(at, "ld_reasons")["Why not"])
     m = {x.label: x.value for x in at.metric}
-    assert m["Off preferred leader"] == f"{len(cands):,}" and m["Electable now"] == f"{sum(c.eligible for c in cands)}"
+    assert m["Off preferred"] == f"{len(cands):,}" and m["Electable now"] == f"{sum(c.eligible for c in cands)}"
     assert len(at.get("plotly_chart")) == 2  # imbalance, before/after
 
     selection = elections.select(snap, all_partitions=True)
@@ -590,20 +590,20 @@ def test_leaders_scopes_and_chosen_partitions(small, zk_connect, tmp_path, monke
     cands = [c for c in elections.candidates(snap) if c.eligible]
     topic = cands[0].topic
 
-    at.radio(key="ld_scope").set_value("One topic").run()
-    at.selectbox(key="ld_topic").select(topic).run()
+    at.radio(key="scope").set_value("One topic").run()
+    at.selectbox(key="topic").select(topic).run()
     ok(at)
     n = len(elections.select(snap, topic=topic).eligible)
     assert at.download_button(key="ld_download").label == f"Download election JSON ({n} partitions)"
 
-    at.radio(key="ld_scope").set_value("One broker").run()
-    at.selectbox(key="ld_broker").select(bounced).run()
+    at.radio(key="scope").set_value("One broker").run()
+    at.selectbox(key="broker").select(bounced).run()
     ok(at)
     n = len(elections.select(snap, broker=bounced).eligible)
     assert at.download_button(key="ld_download").label == f"Download election JSON ({n} partitions)"
 
     chosen = [cands[0].key, cands[-1].key]
-    at.radio(key="ld_scope").set_value("Chosen partitions").run()
+    at.radio(key="scope").set_value("Chosen partitions").run()
     at.multiselect(key="ld_partitions").set_value([f"{t}-{p}" for t, p in chosen]).run()
     ok(at)
     assert at.download_button(key="ld_download").label == f"Download election JSON ({len(set(chosen))} partitions)"
@@ -658,8 +658,8 @@ def test_election_refused_while_one_is_in_flight(frozen_tree, zk_connect, tmp_pa
 
     # nothing eligible in scope: refused up front, with the reasons
     frozen_tree.delete(zf.PREFERRED_ELECTION)
-    at.radio(key="ld_scope").set_value("One topic").run()
-    at.selectbox(key="ld_topic").select("u").run()
+    at.radio(key="scope").set_value("One topic").run()
+    at.selectbox(key="topic").select("u").run()
     ok(at)
     assert "Nothing to elect in topic u" in texts(at.warning) and "preferred broker 4 is down" in texts(at.warning)
     assert not [b for b in at.button if b.key == "ld_elect"]

@@ -218,7 +218,7 @@ def test_cluster_values_are_text_on_every_page(cluster, zk_connect, tmp_path, mo
 
     # Topics: the topic's labels, its config table, its actions
     at.switch_page("views/topics.py").run()
-    at.selectbox(key="topic_choice").select(TOPIC).run()
+    at.selectbox(key="topic").select(TOPIC).run()
     strings = assert_text_only(at, raw, escaped=[TOPIC])
     assert f"Marks **{md(TOPIC)}** for deletion" in "\n".join(strings)
     assert at.text_input(key=f"del_confirm::{TOPIC}").label == f"Type **{md(TOPIC)}** to confirm"
@@ -245,8 +245,8 @@ def test_cluster_values_are_text_on_every_page(cluster, zk_connect, tmp_path, mo
 
     # Leaders: the topic as the election's scope
     at.switch_page("views/leaders.py").run()
-    at.radio(key="ld_scope").set_value("One topic").run()
-    at.selectbox(key="ld_topic").select(TOPIC).run()
+    at.radio(key="scope").set_value("One topic").run()
+    at.selectbox(key="topic").select(TOPIC).run()
     assert_text_only(at, raw, escaped=[f"topic {TOPIC}"])
 
     # Create topic: a name that exists, one that is an image; racks in the charts
@@ -262,7 +262,7 @@ def test_cluster_values_are_text_on_every_page(cluster, zk_connect, tmp_path, mo
 
     # Reassign: the topic in the plan's labels and heatmaps
     at.switch_page("reassign/page.py").run()
-    at.radio(key="ra_goal").set_value("Change replication factor").run()
+    at.radio(key="goal").set_value("Change replication factor").run()
     at.multiselect(key="ra_rf_topics").select(TOPIC).run()
     at.number_input(key="ra_rf").set_value(2).run()
     assert_text_only(at, raw)

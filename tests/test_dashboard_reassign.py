@@ -101,14 +101,28 @@ def victim_of(snap: ClusterSnapshot) -> int:
 
 
 def plan_drain(at, broker: int, throttle_mb: float | None = None):
-    at.radio(key="ra_goal").set_value(rs.GOAL_DRAIN).run()
-    at.multiselect(key="ra_drain").set_value([broker])
+    at.radio(key="goal").set_value(rs.GOAL_DRAIN).run()
+    at.multiselect(key="drain").set_value([broker])
     if throttle_mb is not None:
         at.number_input(key="ra_throttle").set_value(throttle_mb)
     at.run()
     ok(at)
     assert not at.error, errors(at)
     return at
+
+
+PLAN_CHARTS = ("ra_heatmap", "ra_change_heatmap", "ra_replicas_chart", "ra_leaders_chart", "ra_bytes_chart")
+
+
+def plan_charts(at):
+    """The plan's figures (the page may embed others, e.g. a rack warning's chart)."""
+    return [c for c in at.get("plotly_chart") if c.key in PLAN_CHARTS]
+
+
+def view(at, name: str):
+    """Pick the "Before and after" view (one figure set at a time)."""
+    at.session_state["view"] = name
+    return at.run()
 
 
 def rerun_until(at, predicate, timeout: float = 30, message: str = "the page"):
@@ -156,14 +170,14 @@ def test_drain_plan_shows_the_engines_cost_and_downloads_its_json(quick, zk_conn
     assert r.replicas_moved >= sum(victim in reps for reps in assignment(snap).values()) > 0
     m = metrics(at)
     assert m["Replicas moved"] == f"{r.replicas_moved:,}"
-    assert r.brokers_off_target[1] == 0 and m["Moves ÷ lower bound"] == f"{r.moves_over_lower_bound:.2f}×"
+    assert r.brokers_off_target[1] == 0 and m["Moves ÷ bound"] == f"{r.moves_over_lower_bound:.2f}×"
     assert m["Leader changes"] == f"{r.leader_changes:,}"
     assert m["Partitions changed"] == f"{len(expected.proposed):,}"
     assert m["Waves"] == "1"
-    assert m["Bytes moved"] == "—" and m["Estimated time"] == "—"  # no sizes
+    assert m["Bytes moved"] == "—" and m["Est. time"] == "—"  # no sizes
     assert m["Rack violations"] == f"{r.rack_violations[0]} → {r.rack_violations[1]}"
-    assert m["Brokers off target"] == f"{r.brokers_off_target[0]} → {r.brokers_off_target[1]}"
-    assert f"Lower bound {r.lower_bound:,}:" in next(x.help for x in at.metric if x.label == "Moves ÷ lower bound")
+    assert m["Off target"] == f"{r.brokers_off_target[0]} → {r.brokers_off_target[1]}"
+    assert f"Lower bound {r.lower_bound:,}:" in next(x.help for x in at.metric if x.label == "Moves ÷ bound")
 
     # the diff table is the plan, partition by partition (on one page of 500)
     if len(expected.proposed) > 100:
@@ -175,12 +189,16 @@ def test_drain_plan_shows_the_engines_cost_and_downloads_its_json(quick, zk_conn
         assert row["After"] == ", ".join(map(str, expected.proposed[key]))
         assert row["Before"] == ", ".join(map(str, expected.rollback[key]))
         assert str(victim) not in row["After"].split(", ")
-    # heatmaps (before / after, change) and per-broker bars (replicas, preferred leaders; no bytes without sizes)
-    charts_ = at.get("plotly_chart")
-    assert len(charts_) == 4
+    # one view at a time: heatmaps (before / after), then the change, then per-broker bars (replicas, preferred
+    # leaders; no bytes without sizes)
+    charts_ = plan_charts(at)
+    assert len(charts_) == 1
     heat = json.loads(charts_[0].proto.spec)
     assert [t["type"] for t in heat["data"]] == ["heatmap", "heatmap"]
     assert f"{victim} (drain)" in heat["data"][0]["x"]
+    assert [c.key for c in plan_charts(view(at, "Change"))] == ["ra_change_heatmap"]
+    assert [c.key for c in plan_charts(view(at, "Per broker"))] == ["ra_replicas_chart", "ra_leaders_chart"]
+    view(at, "Heatmap")
 
     # the downloads are the engine's documents
     assert json.loads(downloads["reassignment.json"]) == json.loads(expected.reassignment_json())
@@ -194,7 +212,7 @@ def test_drain_plan_shows_the_engines_cost_and_downloads_its_json(quick, zk_conn
     assert "cached: same cluster state and inputs" in texts(at.caption)
 
     # kafka-generate: every topic listed, as --generate needs; its much larger cost is shown
-    at.selectbox(key="ra_strategy").select("kafka-generate").run()
+    at.selectbox(key="strategy").select("kafka-generate").run()
     ok(at)
     generated = STRATEGIES["kafka-generate"](snap, PlanRequest(topics=tuple(t.name for t in snap.topics),
                                                                 drain_brokers=(victim,)))
@@ -210,7 +228,7 @@ def test_other_goals_plan_what_the_engine_plans(quick, zk_connect, tmp_path, mon
     assert metrics(at)["Replicas moved"] == f"{STRATEGIES['balanced'](snap, PlanRequest()).report.replicas_moved:,}"
 
     topic = next(t.name for t in snap.topics if not t.name.startswith("__"))
-    at.radio(key="ra_goal").set_value(rs.GOAL_RF).run()
+    at.radio(key="goal").set_value(rs.GOAL_RF).run()
     assert not at.metric  # no topic chosen yet
     at.multiselect(key="ra_rf_topics").set_value([topic])
     at.number_input(key="ra_rf").set_value(2).run()
@@ -223,15 +241,16 @@ def test_other_goals_plan_what_the_engine_plans(quick, zk_connect, tmp_path, mon
     at.number_input(key="ra_rf").set_value(5)
     at.multiselect(key="ra_rf_topics").set_value([topic]).run()
     ok(at)
-    at.radio(key="ra_goal").set_value(rs.GOAL_REBALANCE).run()
-    at.multiselect(key="ra_topics").set_value([topic]).run()
+    at.radio(key="goal").set_value(rs.GOAL_REBALANCE).run()
+    at.toggle(key="ra_some_topics").set_value(True).run()  # the topic list only when asked for
+    at.multiselect(key="topics").set_value([topic]).run()
     ok(at)
     expected = STRATEGIES["balanced"](snap, PlanRequest(topics=(topic,)))
     assert metrics(at)["Replicas moved"] == f"{expected.report.replicas_moved:,}"
     # a request the engine refuses shows its message
-    at.radio(key="ra_goal").set_value(rs.GOAL_REBALANCE)
+    at.radio(key="goal").set_value(rs.GOAL_REBALANCE)
     at.number_input(key="ra_max_moves").set_value(0)
-    at.selectbox(key="ra_strategy").select("kafka-generate").run()
+    at.selectbox(key="strategy").select("kafka-generate").run()
     ok(at)
     assert "over the budget of 0" in errors(at)
 
@@ -243,13 +262,13 @@ def test_fill_new_brokers_highlights_the_empty_ones(zk_connect, tmp_path, monkey
         write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
         at = app().run()
         at.switch_page(PAGE).run()
-        at.radio(key="ra_goal").set_value(rs.GOAL_FILL).run()
+        at.radio(key="goal").set_value(rs.GOAL_FILL).run()
         ok(at)
         assert "1 alive broker(s) hold no replica yet: 4" in texts(at.info)
         snap = live_connection("demo").snapshot()
         expected = STRATEGIES["balanced"](snap, PlanRequest())
         assert metrics(at)["Replicas moved"] == f"{expected.report.replicas_moved:,}" != "0"
-        bars = json.loads(at.get("plotly_chart")[2].proto.spec)
+        bars = json.loads(plan_charts(view(at, "Per broker"))[0].proto.spec)
         assert "4 (empty)" in bars["data"][0]["x"]
         after = dict(zip(bars["data"][1]["x"], bars["data"][1]["y"]))
         assert after["4 (empty)"] == 3  # 12 replicas over 4 brokers
@@ -318,7 +337,9 @@ def test_execute_follow_verify_and_roll_back(quick, zk_connect, tmp_path, monkey
     at.button(key="ra_verify").click().run()
     assert throttle_configs(quick.session) == {}
     kinds = [a.kind for a in store.actions("demo")]
-    assert kinds.count("reassignment") == 2 and all(a.status == "applied" for a in store.actions("demo"))
+    # the rollback is recorded as a reassignment, or as its own kind ("rollback") once History links them
+    assert kinds.count("reassignment") + kinds.count("rollback") == 2
+    assert all(a.status == "applied" for a in store.actions("demo"))
 
 
 def test_sizes_and_waves_execute_one_wave_at_a_time(quick, zk_connect, tmp_path, monkeypatch, store):
@@ -353,8 +374,8 @@ def test_sizes_and_waves_execute_one_wave_at_a_time(quick, zk_connect, tmp_path,
     m = metrics(at)
     assert m["Bytes moved"] == rs.human_bytes(expected.report.bytes_moved)
     assert m["Waves"] == str(len(waves))
-    assert m["Estimated time"] == rs.human_duration(seconds)
-    assert len(at.get("plotly_chart")) == 5  # + bytes per broker
+    assert m["Est. time"] == rs.human_duration(seconds)
+    assert len(plan_charts(view(at, "Per broker"))) == 3  # + bytes per broker
     at.selectbox(key="ra_diff_pages_size").select(500).run()
     diff = next(t.value for t in at.dataframe if "Added" in t.value.columns)
     assert "Wave" in diff.columns and diff["Wave"].max() == len(waves)
@@ -384,7 +405,7 @@ def test_a_topic_deleted_meanwhile_is_gone_and_verify_removes_the_throttles(zk_c
         write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
         at = app().run()
         at.switch_page(PAGE).run()
-        at.radio(key="ra_goal").set_value(rs.GOAL_IMPORT).run()
+        at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
         at.text_area(key="ra_import_text").input(_doc([("keep", 0, [3, 2]), ("doomed", 0, [3, 1]),
                                                        ("doomed", 1, [1, 3])]))
         at.number_input(key="ra_throttle").set_value(SLOW_MB).run()
@@ -463,7 +484,7 @@ def test_imported_plan_kafka_refuses_shows_its_message_and_writes_nothing(quick,
             "empty": _doc([]),
             "syntax": '{"version":1,"partitions":[{"topic":'}[case]
     before = dump_tree(quick.session)
-    at.radio(key="ra_goal").set_value(rs.GOAL_IMPORT).run()
+    at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
     at.text_area(key="ra_import_text").input(text).run()
     ok(at)
     assert message.format(topic=topic) in errors(at)
@@ -484,7 +505,7 @@ def test_imported_plan_is_scored_and_executed_as_given(quick, zk_connect, tmp_pa
         entries.append((topic, p.partition, list(p.replicas[:-1]) + [other]))
     entries.append((topic, parts[3].partition, list(parts[3].replicas)))  # an entry that changes nothing
     text = _doc(entries)
-    at.radio(key="ra_goal").set_value(rs.GOAL_IMPORT).run()
+    at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
     at.file_uploader(key="ra_import_file").set_value(("plan.json", text.encode(), "application/json"))
     at.number_input(key="ra_throttle").set_value(SLOW_MB).run()
     ok(at)
@@ -492,8 +513,8 @@ def test_imported_plan_is_scored_and_executed_as_given(quick, zk_connect, tmp_pa
     m = metrics(at)
     assert m["Replicas moved"] == "3" and m["Partitions changed"] == "3"
     # three moves leave the demo's empty brokers empty: no flattering ratio against a balance it never reaches
-    assert not m["Brokers off target"].endswith(" 0") and m["Moves ÷ lower bound"] == "n/a"
-    assert at.selectbox(key="ra_strategy").disabled
+    assert not m["Off target"].endswith(" 0") and m["Moves ÷ bound"] == "n/a"
+    assert at.selectbox(key="strategy").disabled
     by_prefix(at.checkbox, "ra_confirm_").check().run()
     at.button(key="ra_execute").click().run()
     ok(at)
@@ -590,7 +611,7 @@ def _large_plan_page(zk_connect, tmp_path, monkeypatch, topics: int) -> None:
     ok(at)
     at.switch_page(PAGE).run(timeout=180)
     ok(at)
-    at.selectbox(key="ra_strategy").select("kafka-generate")  # re-places every partition
+    at.selectbox(key="strategy").select("kafka-generate")  # re-places every partition
     started = time.monotonic()
     at.run(timeout=180)
     ok(at)
@@ -607,6 +628,9 @@ def _large_plan_page(zk_connect, tmp_path, monkeypatch, topics: int) -> None:
             assert cells <= rs.MAX_HEATMAP_CELLS
             if trace["type"] == "heatmap":
                 assert len(trace["y"]) <= rs.TOP_TOPICS and trace["y"][-1] == f"other ({topics - 19} topics)"
+    assert not at.code  # the JSON preview is drawn only once its expander is opened
+    at.session_state["ra_json_open"] = True
+    at.run(timeout=60)
     assert len(at.code[0].value) < rs.MAX_JSON_PREVIEW + 10
     first = time.monotonic() - started
     started = time.monotonic()

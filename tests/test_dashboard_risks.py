@@ -83,7 +83,7 @@ def test_alter_config_to_min_isr_above_rf_needs_the_risk_confirmed(small, zk_con
     snap = small.snapshot()
     topic = next(t for t in snap.topics if not t.name.startswith("__") and t.replication_factor < 5)
     at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/topics.py")
-    at.selectbox(key="topic_choice").select(topic.name).run()
+    at.selectbox(key="topic").select(topic.name).run()
     editor = by_prefix(at.data_editor, f"cfg_edit::{topic.name}::")
     set_config_rows(at, editor.key, [{"Key": "min.insync.replicas", "Value": "5"}])
     at.run()

@@ -224,3 +224,55 @@ def test_election_validation_skips_what_does_not_exist_like_kafka():
     assert skipped == ["Skipping preferred replica leader election for partition gone-0 since it doesn't exist.",
                        "Skipping preferred replica leader election for partition t-7 since it doesn't exist."]
     raises(lambda: validate_election([("gone", 0)], snapshot()), "none of the partitions in the election data exist")
+
+
+# --- what keeps a reassignment from finishing (issue 16) ----------------------------------------------------
+
+
+def stuck_cluster(**states) -> ClusterSnapshot:
+    """Brokers 1-4 alive, 2 down. "t-0" [2,3] has only 2 in its ISR (no live in-sync replica); "t-1" [1,3] is
+    healthy; states override (replicas, leader, isr, adding) per partition name."""
+    base = {"t-0": ((2, 3), -1, (2,), ()), "t-1": ((1, 3), 1, (1, 3), ()), "t-2": ((3, 4), 3, (3, 4), ())}
+    base.update(states)
+    parts = tuple(Partition("t", int(k[2:]), r, leader, isr, adding_replicas=adding)
+                  for k, (r, leader, isr, adding) in sorted(base.items()))
+    brokers = (Broker(1), Broker(2, alive=False), Broker(3), Broker(4))
+    return ClusterSnapshot("c", "", "test", brokers, (Topic("t", parts),))
+
+
+def test_plan_risks_name_the_partitions_with_no_live_in_sync_replica():
+    snap = stuck_cluster()
+    plan = ReassignmentPlan((ReassignmentEntry("t", 0, (3, 4)), ReassignmentEntry("t", 1, (4, 3))))
+    risks = plans.plan_risks(plan, snap)
+    assert len(risks) == 1
+    assert risks[0].startswith("1 partition(s) have no live in-sync replica (t-0)") and "down broker(s) 2" in risks[0]
+    assert "cannot complete" in risks[0]
+    assert plans.plan_risks(ReassignmentPlan((ReassignmentEntry("t", 1, (4, 3)),)), snap) == []
+    # an entry that changes nothing writes nothing for that partition: no risk
+    assert plans.plan_risks(ReassignmentPlan((ReassignmentEntry("t", 0, (2, 3)),)), snap) == []
+
+
+def test_stuck_reasons_say_why_each_partition_in_progress_waits_and_what_to_do():
+    plan = ReassignmentPlan((ReassignmentEntry("t", 0, (3, 4)), ReassignmentEntry("t", 1, (1, 4)),
+                             ReassignmentEntry("t", 2, (4, 3))))
+    snap = stuck_cluster(**{"t-0": ((3, 4, 2), -1, (2,), (4,)), "t-1": ((1, 4, 3), 1, (1, 3), (4,))})
+    snap = ClusterSnapshot(snap.cluster, snap.captured_at, snap.source, snap.brokers, snap.topics,
+                           in_progress=plans_in_progress(("t", 0, (3, 4)), ("t", 1, (1, 4))))
+    stuck = plans.stuck_reasons(plan, snap)
+    assert [(s.topic, s.partition, s.reason, s.brokers) for s in stuck] == [
+        ("t", 0, plans.StuckReason.NO_LIVE_SOURCE, (2,)),
+        ("t", 1, plans.StuckReason.NOT_IN_ISR, (4,)),
+    ]
+    assert "Start broker(s) 2" in stuck[0].advice and "Wait" in stuck[1].advice
+    # broker 4 goes down while it is a target
+    down = ClusterSnapshot(snap.cluster, snap.captured_at, snap.source,
+                           snap.brokers[:3] + (Broker(4, alive=False),), snap.topics, in_progress=snap.in_progress)
+    reasons = {(s.topic, s.partition): s for s in plans.stuck_reasons(plan, down)}
+    assert reasons[("t", 1)].reason == plans.StuckReason.TARGET_DOWN and reasons[("t", 1)].brokers == (4,)
+    assert "Start broker(s) 4" in reasons[("t", 1)].advice
+
+
+def plans_in_progress(*entries):
+    from core.model import InProgress, TopicPartitionReplicas
+
+    return InProgress(reassignment=tuple(TopicPartitionReplicas(t, p, r) for t, p, r in entries))

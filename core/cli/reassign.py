@@ -94,6 +94,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         plan_json, rollback_json, warnings = result.reassignment_json(), result.rollback_json(), result.warnings
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    from core.plans import plan_risks
+
+    for risk in plan_risks(result.plan if not args.import_file else imported.plan, snap):
+        print(f"risk: {risk} (execute refuses it without --accept-risk)", file=sys.stderr)
     r = result.report
     ratio = r.moves_over_lower_bound
     print(f"{result.strategy}: {len(result.proposed)} partitions change, {r.replicas_moved} replicas move "

@@ -25,13 +25,14 @@ from core.fleet.errors import (FleetInputError, FleetOutputError, FleetSchemaErr
 from core.fleet.generate import FleetSpec, generate_fleet
 from core.fleet.outputs import read_broker_metrics, read_cluster_scores, read_manifest, read_topic_broker
 from core.fleet.schema import check_store
+from core.store import run_dir
 from core.fleet.spark import InvalidMasterError, check_java
-from dashboard import frame
+from dashboard import frame, ui
 from dashboard.fleet import charts as fleet_charts
 from dashboard.fleet.job import Cancelled, FleetJob, cancel_job, current_job, start_job
 
-DEFAULT_STORE = ".run/fleet/store"
-DEFAULT_OUTPUT = ".run/fleet/output"
+DEFAULT_STORE = str(run_dir() / "fleet" / "store")  # under $RUN_DIR like all runtime state (else .run/)
+DEFAULT_OUTPUT = str(run_dir() / "fleet" / "output")
 DEFAULT_MASTER = "local[*]"
 # a demo fleet that runs in seconds: 12 clusters, 24,000 partitions, 3-48 brokers, every skew of the generator
 DEMO_SPEC = FleetSpec(clusters=12, seed=7, partitions_total=24_000, max_partitions=6_000, min_brokers=3,
@@ -351,14 +352,13 @@ else:
                   "other pages.")
 
 row = by_name.loc[chosen]
-m = st.columns(6)
-m[0].metric("Rank", f"{int(row['rank'])} of {len(names):,}", border=True)
-m[1].metric("imbalance_score", f"{row['imbalance_score']:.1f}", border=True)
-m[2].metric("Brokers alive", f"{int(row['alive_brokers'])} / {int(row['brokers'])}", border=True)
-m[3].metric("Partitions", f"{int(row['partitions']):,}", border=True, help=f"{int(row['topics']):,} topics")
-m[4].metric("Under-replicated", f"{int(row['under_replicated']):,}", border=True,
-            help=f"{int(row['offline']):,} offline")
-m[5].metric("Rack violations", f"{int(row['rack_violations']):,}", border=True, help=f"{int(row['racks'])} racks")
+m = ui.metric_row()  # wraps in a narrow window instead of cutting values short
+ui.metric(m, "Rank", f"{int(row['rank'])} of {len(names):,}")
+ui.metric(m, "imbalance_score", f"{row['imbalance_score']:.1f}")
+ui.metric(m, "Brokers alive", f"{int(row['alive_brokers'])} / {int(row['brokers'])}")
+ui.metric(m, "Partitions", f"{int(row['partitions']):,}", help=f"{int(row['topics']):,} topics")
+ui.metric(m, "Under-replicated", f"{int(row['under_replicated']):,}", help=f"{int(row['offline']):,} offline")
+ui.metric(m, "Rack violations", f"{int(row['rack_violations']):,}", help=f"{int(row['racks'])} racks")
 
 cluster_metrics = metrics[metrics["cluster"] == chosen]
 try:

@@ -2,6 +2,10 @@
 or import a plan), see what it costs and what it changes, download Kafka's JSON, execute it with a throttle, follow
 it live, verify it (which removes the throttles) and roll it back.
 
+Every input that shapes the plan is in the URL (`?goal=Drain+brokers&drain=2`): widgets bound to query parameters.
+Fast: everything derived from a snapshot or a plan is computed once (conn.derived / Planned.derived) and only the
+view picked under "Before and after" is drawn (one figure instead of six).
+
 Thin: the plan comes from core.balance (an imported document is parsed and validated by core.plans, then scored with
 the same metrics), shaped for drawing by dashboard.reassign.plan_view. Plans are cached per (snapshot generation,
 request) in the connection's memo, shared by every session, so a rerun re-plans nothing. Execute binds the document
@@ -16,8 +20,9 @@ import streamlit as st
 
 from core.balance.sizes import parse_log_dirs
 from core.errors import KeelError
+from core.plans import plan_risks
 from core.zk import reassign
-from dashboard import actions, charts, frame
+from dashboard import actions, charts, frame, ops_panels, ui
 from dashboard.reassign import plan_view as rs
 from dashboard.reassign import run as reassign_run
 from dashboard.text import md, md_text
@@ -44,6 +49,8 @@ snap = conn.derived("reassign.settled", live_snap, rs.settled)
 
 def topic_picker(label: str, key: str, placeholder: str) -> list[str]:
     parts = conn.derived("reassign.topic_sizes", snap, lambda s: {t.name: len(t.partitions) for t in s.topics})
+    if key == "topics":  # bound to the URL, which holds the label: plain names
+        return st.multiselect(label, list(parts), key=key, placeholder=placeholder, bind="query-params")
     return st.multiselect(label, list(parts), key=key, placeholder=placeholder,
                           format_func=lambda n: f"{n} ({parts[n]:,} partitions)")
 
@@ -94,7 +101,8 @@ def broker_label(b: int, held: dict[int, int]) -> str:
 
 
 st.subheader("Goal", anchor=False)
-goal = st.radio("Goal", rs.GOALS, horizontal=True, key="ra_goal", label_visibility="collapsed")
+goal = st.radio("Goal", rs.GOALS, horizontal=True, key="goal", label_visibility="collapsed", bind="query-params",
+                on_change=reassign_run.goal_changed)
 held = conn.derived("reassign.held", snap, rs.replicas_per_broker)
 empties = conn.derived("reassign.empty", snap, rs.empty_brokers)
 alive_count = len(snap.alive_broker_ids)
@@ -103,9 +111,13 @@ drain: list[int] = []
 rf = None
 import_data = None
 if goal == rs.GOAL_REBALANCE:
-    topics = topic_picker("Topics", "ra_topics", "All topics")
-    st.caption("Balance replicas and preferred leaders of these topics (empty: every topic) over every alive broker, "
-               "moving as few replicas as the goal needs.")
+    # the topic list (thousands of names on a large cluster) is sent to the browser only when asked for
+    some = st.toggle("Only some topics", key="ra_some_topics", value=bool(st.query_params.get_all("topics")),
+                     help="Off: every topic. On: choose them (the list is in the URL: ?topics=a&topics=b)")
+    if some:
+        topics = topic_picker("Topics", "topics", "Choose topics…")
+    st.caption("Balance replicas and preferred leaders of " + ("these topics" if some else "every topic")
+               + " over every alive broker, moving as few replicas as the goal needs.")
 elif goal == rs.GOAL_FILL:
     if empties:
         st.info(f"**{len(empties)} alive broker(s) hold no replica yet: {rs.ids(empties)}.** The plan gives them "
@@ -114,9 +126,12 @@ elif goal == rs.GOAL_FILL:
         st.info("Every alive broker already holds replicas: this balances every topic over all alive brokers.",
                 icon=":material/balance:")
 elif goal == rs.GOAL_DRAIN:
-    drain = st.multiselect("Brokers to drain", [b.id for b in snap.brokers], key="ra_drain",
-                           placeholder="Choose brokers…", format_func=lambda b: broker_label(b, held),
-                           help="Every replica leaves them; they are not targets. A dead broker can be drained too.")
+    # broker ids as labels: the URL holds them (?drain=2&drain=5); the details are listed below
+    drain = st.multiselect("Brokers to drain", [b.id for b in snap.brokers], key="drain", bind="query-params",
+                           placeholder="Choose brokers…",
+                           help="Every replica leaves them; they are not targets. A down broker can be drained too: "
+                                "the other goals leave its replicas where they are.")
+    st.caption(" · ".join(md(broker_label(b.id, held)) for b in snap.brokers))
     if not drain:
         st.info("Choose the broker(s) to drain.", icon=":material/edit:")
 elif goal == rs.GOAL_RF:
@@ -145,31 +160,43 @@ else:
     elif upload is not None and text and text.strip():
         st.caption("Using the uploaded file (the pasted text is ignored while a file is uploaded).")
 
+if goal in (rs.GOAL_REBALANCE, rs.GOAL_FILL):
+    down_held = [b for b in sorted(held) if b not in snap.alive_broker_ids and held[b]]
+    if down_held:
+        st.info(f"**Down broker(s) {rs.ids(down_held)} keep their replicas** "
+                f"({', '.join(f'{held[b]:,} on {b}' for b in down_held)}): this goal leaves the partitions holding "
+                "them as they are, since a reassignment keeping a down broker's replica could never complete. To move "
+                "them off, choose **Drain brokers**.", icon=":material/dns:")
+
 st.subheader("Strategy and options", anchor=False)
 importing = goal == rs.GOAL_IMPORT
-c = st.columns(4, vertical_alignment="bottom")
-strategy = c[0].selectbox("Strategy", rs.strategies(), key="ra_strategy", disabled=importing,
-                          help="balanced: moves only what the goal needs (fewest replicas). kafka-generate: what "
-                               "kafka-reassign-partitions.sh --generate proposes (every partition re-placed).")
-seed = int(c[1].number_input("Seed", min_value=0, value=0, step=1, key="ra_seed", disabled=importing,
-                             help="Same snapshot, options and seed: same plan"))
-max_moves = c[2].number_input("Max moves", min_value=0, value=None, step=1, key="ra_max_moves",
-                              placeholder="no limit", disabled=importing,
-                              help="Move at most this many replicas (balanced stops early; kafka-generate refuses)")
-throttle_on = c[3].toggle("Throttle replication", value=True, key="ra_throttle_on",
-                          help="Kafka's --throttle: leader and follower replication rates on the brokers involved, "
-                               "removed by Verify once complete")
-c = st.columns(4, vertical_alignment="bottom")
-wave_k = c[0].number_input("Waves: K partitions", min_value=1, value=None, step=1, key="ra_wave_k",
-                           placeholder="no limit", help="At most K partitions reassigning at once")
-wave_l = c[1].number_input("Waves: L moves per broker", min_value=1, value=None, step=1, key="ra_wave_l",
-                           placeholder="no limit", help="At most L replicas moving into or out of any broker at once")
-rack_aware = c[2].toggle("Rack-aware", value=True, key="ra_rack_aware", disabled=importing,
-                         help="Every partition across min(RF, racks) racks (off: --disable-rack-aware)")
-spread = c[2].toggle("Per-topic spread", value=False, key="ra_spread", disabled=importing,
-                     help="Also spread each topic evenly over the brokers (costs more moves)")
-throttle_mb = c[3].number_input("Throttle (MB/s)", min_value=0.001, value=rs.DEFAULT_THROTTLE_MB, step=10.0,
-                                format="%g", key="ra_throttle", disabled=not throttle_on)
+# one wrapping row of fixed-width inputs: readable at 900 px (they move to the next line) and at 1600 px
+c = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+strategy = c.selectbox("Strategy", rs.strategies(), key="strategy", disabled=importing, bind="query-params",
+                       width=190,
+                       help="balanced: moves only what the goal needs (fewest replicas). kafka-generate: what "
+                            "kafka-reassign-partitions.sh --generate proposes (every partition re-placed).")
+seed = int(c.number_input("Seed", min_value=0, value=0, step=1, key="ra_seed", disabled=importing, width=120,
+                          help="Same snapshot, options and seed: same plan"))
+max_moves = c.number_input("Max moves", min_value=0, value=None, step=1, key="ra_max_moves", width=140,
+                           placeholder="no limit", disabled=importing,
+                           help="Move at most this many replicas (balanced stops early; kafka-generate refuses)")
+wave_k = c.number_input("Wave: K partitions", min_value=1, value=None, step=1, key="ra_wave_k", width=170,
+                        placeholder="no limit", help="Waves: at most K partitions reassigning at once")
+wave_l = c.number_input("Wave: L per broker", min_value=1, value=None, step=1, key="ra_wave_l", width=170,
+                        placeholder="no limit",
+                        help="Waves: at most L replicas moving into or out of any broker at once")
+throttle_mb = c.number_input("Throttle (MB/s)", min_value=0.001, value=rs.DEFAULT_THROTTLE_MB, step=10.0,
+                             format="%g", key="ra_throttle", width=150,
+                             disabled=not st.session_state.get("ra_throttle_on", True))
+t = st.container(horizontal=True, gap="large")
+throttle_on = t.toggle("Throttle replication", value=True, key="ra_throttle_on",
+                       help="Kafka's --throttle: leader and follower replication rates on the brokers involved, "
+                            "removed by Verify once complete")
+rack_aware = t.toggle("Rack-aware", value=True, key="ra_rack_aware", disabled=importing,
+                      help="Every partition across min(RF, racks) racks (off: --disable-rack-aware)")
+spread = t.toggle("Per-topic spread", value=False, key="ra_spread", disabled=importing,
+                  help="Also spread each topic evenly over the brokers (costs more moves)")
 throttle = int(round(throttle_mb * rs.MB)) if throttle_on else None
 st.caption(f"Throttle: {f'{throttle:,} bytes/s per broker (--throttle {throttle})' if throttle else 'none'}.")
 sizes, sizes_key, bad_sizes = sizes_input()
@@ -197,6 +224,10 @@ def plan_entry(key: str, compute, what: str) -> tuple[rs.Planned | None, Excepti
         memo.pop(next(iter(memo)))
     return planned, error, True
 
+
+if rack_aware and not importing:  # issue 18: racks of different sizes load the small rack's brokers more
+    # the table says it all; its chart cost ~0.5 s of every opening of this page
+    ops_panels.rack_warning(conn, snap, key="ra", chart=False)
 
 st.subheader("Plan", anchor=False)
 if snap is not live_snap:
@@ -242,39 +273,37 @@ def cost_panel(p: rs.Planned) -> None:
     r = p.result.report
     est = p.derived(f"estimate:{throttle}", lambda: rs.estimate_seconds(p, snap, throttle))
     n_waves = rs.wave_count(p)
-    m = st.columns(6)
-    m[0].metric("Replicas moved", f"{r.replicas_moved:,}", border=True,
-                help="New replicas placed on a broker that did not hold the partition (data copied)")
-    m[1].metric("Bytes moved", rs.human_bytes(r.bytes_moved, unknown="—"), border=True,
-                help="Σ new replicas × partition size" if r.bytes_moved is not None else
-                "Unknown without partition sizes (kafka-log-dirs.sh --describe, under the options)")
-    bound = (f"Lower bound {r.lower_bound:,}: no plan reaching the same per-broker targets moves fewer "
-             "replicas. 1.00× is optimal.")
+    row = ui.metric_row()
+    ui.metric(row, "Replicas moved", f"{r.replicas_moved:,}",
+              help="New replicas placed on a broker that did not hold the partition (data copied)")
+    ui.metric(row, "Bytes moved", rs.human_bytes(r.bytes_moved, unknown="—"),
+              help="Σ new replicas × partition size" if r.bytes_moved is not None else
+              "Unknown without partition sizes (kafka-log-dirs.sh --describe, under the options)")
+    bound = (f"Moves ÷ lower bound. Lower bound {r.lower_bound:,}: no plan reaching the same per-broker targets "
+             "moves fewer replicas. 1.00× is optimal.")
     if r.brokers_off_target[1]:  # a ratio against targets the plan does not reach would flatter it
-        m[2].metric("Moves ÷ lower bound", "n/a", border=True,
-                    help=f"{bound} This plan leaves {r.brokers_off_target[1]:,} broker(s) outside their replica "
-                         "share, so it is not compared with the bound.")
+        ui.metric(row, "Moves ÷ bound", "n/a",
+                  help=f"{bound} This plan leaves {r.brokers_off_target[1]:,} broker(s) outside their replica "
+                       "share, so it is not compared with the bound.")
     else:
-        m[2].metric("Moves ÷ lower bound", rs.ratio_text(r.moves_over_lower_bound), border=True, help=bound)
-    m[3].metric("Leader changes", f"{r.leader_changes:,}", border=True,
-                help="Partitions whose preferred (first) replica changes")
-    m[4].metric("Waves", f"{n_waves:,}", border=True,
-                help="Executed one after another (K / L limits)" if p.result.waves else
-                "One document: set K or L to split it")
-    m[5].metric("Estimated time", rs.human_duration(est, unknown="—"), border=True,
-                help="Per wave: the busiest broker's bytes in or out ÷ the throttle (Kafka throttles each broker's "
-                     "replication traffic at this rate), added over the waves. Unknown without sizes or a throttle; "
-                     "writes arriving meanwhile are not counted.")
-    m = st.columns(5)
-    m[0].metric("Partitions changed", f"{len(p.result.proposed):,}", border=True)
-    m[1].metric("Replica spread", rs.before_after_text((r.replicas[0].spread, r.replicas[1].spread)), border=True,
-                help="Max − min replicas per target broker, before → after")
-    m[2].metric("Preferred-leader spread", rs.before_after_text((r.leaders[0].spread, r.leaders[1].spread)),
-                border=True, help="Max − min preferred leaders per target broker, before → after")
-    m[3].metric("Rack violations", rs.before_after_text(r.rack_violations), border=True,
-                help="Partitions spanning fewer than min(RF, racks) racks, before → after")
-    m[4].metric("Brokers off target", rs.before_after_text(r.brokers_off_target), border=True,
-                help="Target brokers outside the floor / ceiling of their replica share, before → after")
+        ui.metric(row, "Moves ÷ bound", rs.ratio_text(r.moves_over_lower_bound), help=bound)
+    ui.metric(row, "Leader changes", f"{r.leader_changes:,}", help="Partitions whose preferred (first) replica changes")
+    ui.metric(row, "Waves", f"{n_waves:,}", help="Executed one after another (K / L limits)" if p.result.waves else
+              "One document: set K or L to split it")
+    ui.metric(row, "Est. time", rs.human_duration(est, unknown="—"),
+              help="Estimated copy time. Per wave: the busiest broker's bytes in or out ÷ the throttle (Kafka "
+                   "throttles each broker's replication traffic at this rate), added over the waves. Unknown without "
+                   "sizes or a throttle; writes arriving meanwhile are not counted.")
+    ui.metric(row, "Partitions changed", f"{len(p.result.proposed):,}")
+    ui.metric(row, "Replica spread", rs.before_after_text((r.replicas[0].spread, r.replicas[1].spread)),
+              help="Max − min replicas per target broker, before → after")
+    ui.metric(row, "Leader spread", rs.before_after_text((r.leaders[0].spread, r.leaders[1].spread)),
+              help="Preferred-leader spread: max − min preferred leaders per target broker, before → after")
+    ui.metric(row, "Rack violations", rs.before_after_text(r.rack_violations),
+              help="Partitions spanning fewer than min(RF, racks) racks, before → after")
+    ui.metric(row, "Off target", rs.before_after_text(r.brokers_off_target),
+              help="Brokers off target: target brokers outside the floor / ceiling of their replica share, "
+                   "before → after")
     if r.moves_without_topic_spread is not None:
         st.caption(f"Per-topic spread costs {r.replicas_moved - r.moves_without_topic_spread:,} extra move(s) "
                    f"({r.moves_without_topic_spread:,} without it).")
@@ -283,37 +312,43 @@ def cost_panel(p: rs.Planned) -> None:
                    f"{throttle:,} B/s.")
 
 
+VIEWS = ("Heatmap", "Change", "Per broker")
+
+
 def before_after(p: rs.Planned) -> None:
     st.subheader("Before and after", anchor=False)
     brokers = p.derived("brokers", lambda: rs.shown_brokers(snap, p.before, p.result.target))
     alive = [snap.broker_by_id[b].alive if b in snap.broker_by_id else False for b in brokers]
     drained = request.drain_brokers if request is not None else ()
     marks = rs.broker_marks(snap, drain=drained, empty=empties)
-    heat = p.derived("heatmap", lambda: rs.topic_broker_counts(p.before, p.result.target, brokers))
-    t1, t2 = st.tabs(["Replicas per broker and topic", "Change"])
-    with t1:
-        st.plotly_chart(charts.replica_heatmaps(heat.brokers, alive, heat.topics, heat.before, heat.after,
-                                                marks=marks), key="ra_heatmap", config=CHART)
-    with t2:
-        st.plotly_chart(charts.replica_change_heatmap(heat.brokers, alive, heat.topics, heat.before, heat.after,
-                                                      marks=marks), key="ra_change_heatmap", config=CHART)
-    folded = heat.topics[-1] if heat.topics and heat.topics[-1].startswith("other (") else None
-    st.caption(f"Over the {len(p.result.target):,} partition(s) in scope"
-               + (f"; the {len(heat.topics) - 1} topics with the most replicas, the {folded[7:-1]} summed in the "
-                  "last row" if folded else "")
-               + ". Hatched: down broker; striped: being drained.")
+    # one view at a time: drawing every figure made the page slow to open (issue 16)
+    view = st.segmented_control("View", VIEWS, key="view", default=VIEWS[0], required=True, bind="query-params",
+                                label_visibility="collapsed",
+                                help="Heatmap: replicas per broker and topic, before and after. Change: after − "
+                                     "before. Per broker: replicas, preferred leaders (and bytes) per broker.")
+    figure_key = repr((view, tuple(sorted(marks.items()))))
+    if view in ("Heatmap", "Change"):
+        heat = p.derived("heatmap", lambda: rs.topic_broker_counts(p.before, p.result.target, brokers))
+        draw = charts.replica_heatmaps if view == "Heatmap" else charts.replica_change_heatmap
+        fig = p.derived(f"figure:{figure_key}",
+                        lambda: draw(heat.brokers, alive, heat.topics, heat.before, heat.after, marks=marks))
+        st.plotly_chart(fig, key="ra_heatmap" if view == "Heatmap" else "ra_change_heatmap", config=CHART)
+        folded = heat.topics[-1] if heat.topics and heat.topics[-1].startswith("other (") else None
+        st.caption(f"Over the {len(p.result.target):,} partition(s) in scope"
+                   + (f"; the {len(heat.topics) - 1} topics with the most replicas, the {folded[7:-1]} summed in "
+                      "the last row" if folded else "")
+                   + ". Hatched: down broker; striped: being drained.")
+        return
     loads = p.derived("loads", lambda: rs.broker_loads(p.before, p.result.target, brokers, p.sizes))
     cols = st.columns(3 if loads.bytes else 2)
-    cols[0].plotly_chart(charts.broker_before_after(brokers, *loads.replicas, alive, marks=marks,
-                                                    title="Replicas per broker", y_title="Replicas"),
-                         key="ra_replicas_chart", config=CHART)
-    cols[1].plotly_chart(charts.broker_before_after(brokers, *loads.leaders, alive, marks=marks,
-                                                    title="Preferred leaders per broker", y_title="Leaders"),
-                         key="ra_leaders_chart", config=CHART)
+    specs = [("Replicas per broker", "Replicas", loads.replicas, None, "ra_replicas_chart"),
+             ("Preferred leaders per broker", "Leaders", loads.leaders, None, "ra_leaders_chart")]
     if loads.bytes:
-        cols[2].plotly_chart(charts.broker_before_after(brokers, *loads.bytes, alive, marks=marks, unit="B",
-                                                        title="Bytes per broker", y_title="Bytes"),
-                             key="ra_bytes_chart", config=CHART)
+        specs.append(("Bytes per broker", "Bytes", loads.bytes, "B", "ra_bytes_chart"))
+    for col, (title, y_title, values, unit, key) in zip(cols, specs):
+        fig = p.derived(f"figure:{key}:{figure_key}", lambda: charts.broker_before_after(
+            brokers, *values, alive, marks=marks, unit=unit, title=title, y_title=y_title))
+        col.plotly_chart(fig, key=key, config=CHART)
 
 
 def changes(p: rs.Planned) -> None:
@@ -321,9 +356,9 @@ def changes(p: rs.Planned) -> None:
     table = p.derived("diff", lambda: rs.diff_table(p))
     f1, f2 = st.columns([3, 1], vertical_alignment="bottom")
     needle = f1.text_input("Filter by topic", key="ra_diff_filter", placeholder="name contains…")
-    broker = f2.selectbox("Touching broker", sorted({b for r in p.plan.entries for b in r.replicas}
-                                                    | {b for k in p.result.rollback.values() for b in k}),
-                          index=None, key="ra_diff_broker", placeholder="any")
+    touched = p.derived("touched", lambda: sorted({b for r in p.plan.entries for b in r.replicas}
+                                                  | {b for k in p.result.rollback.values() for b in k}))
+    broker = f2.selectbox("Touching broker", touched, index=None, key="ra_diff_broker", placeholder="any")
     view = table
     if needle.strip():
         view = view[view["Topic"].str.contains(needle.strip(), case=False, regex=False)]
@@ -349,7 +384,10 @@ def downloads(p: rs.Planned) -> None:
     c[2].download_button("Report JSON", report, key="ra_download_report", file_name="reassignment-report.json",
                          mime="application/json", on_click="ignore", icon=":material/analytics:", width="stretch",
                          help="The metrics above, as python -m core plan --report writes them")
-    with st.expander("Plan JSON and equivalent commands"):
+    box = st.expander("Plan JSON and equivalent commands", key="ra_json_open", on_change="rerun")
+    if not box.open:  # drawn only when opened: up to 20,000 characters of JSON
+        return
+    with box:
         text = p.plan_json
         st.code(text if len(text) <= rs.MAX_JSON_PREVIEW else text[:rs.MAX_JSON_PREVIEW] + " …", language="json",
                 wrap_lines=True)
@@ -381,29 +419,35 @@ def execute_panel(p: rs.Planned) -> None:
             + (f" in wave 1 of {len(waves)} ({len(doc.entries):,} partitions; the next waves from the progress "
                "panel once it completes)" if len(waves) > 1 else f" ({len(doc.entries):,} partitions in the plan)")
             + f", {rate}")
+    # Risks on the live cluster (not the settled one: they are about what the controller can do now)
+    risks = conn.derived("reassign.risks", live_snap, lambda s: plan_risks(doc, s), key=(context, len(waves)))
+    for risk in risks:
+        st.error(f"**This plan may never finish.** {md(risk)}.", icon=":material/report:")
     confirmed = st.checkbox(what, key=f"ra_confirm_{context}", disabled=reason is not None)
+    accepted = reassign_run.risk_boxes(risks, context, disabled=reason is not None)
     label = "Reassignment" if wave_run is None else wave_run.label
     st.button("Execute reassignment" if wave_run is None else f"Execute {label.lower()}", type="primary",
-              icon=":material/play_arrow:", key="ra_execute", disabled=reason is not None or not confirmed,
-              help=reason, on_click=reassign_run.execute, args=(ctx, doc, throttle, context, label, wave_run))
+              icon=":material/play_arrow:", key="ra_execute", help=reason,
+              disabled=reason is not None or not confirmed or len(accepted) < len(risks),
+              on_click=reassign_run.execute, args=(ctx, doc, throttle, context, label, wave_run, accepted))
+    actions.show(reassign_run.RESULT, scope="reassign", context=context, only_current=True)
 
 
 if planned is not None and planned.empty:
-    st.success("Nothing to move: the partitions in scope already meet the goal.", icon=":material/check_circle:")
+    if any("down broker" in w for w in planned.warnings):
+        st.info("Nothing to move: the partitions this goal may move already meet it; the ones holding a down "
+                "broker's replica stay as they are (see above).", icon=":material/check_circle:")
+    else:
+        st.success("Nothing to move: the partitions in scope already meet the goal.", icon=":material/check_circle:")
 elif planned is not None:
     cost_panel(planned)
     before_after(planned)
     changes(planned)
     downloads(planned)
 
-st.subheader("Execute", anchor=False)
-if planned is not None and not planned.empty:
-    execute_panel(planned)
-elif reassign_run.RUN not in st.session_state:
-    st.caption("Plan something first; the document on screen is what Execute writes.")
-actions.show(reassign_run.RESULT, scope="reassign", context=None if planned is None else
-             actions.fingerprint(planned.fingerprint, throttle))
-if reassign_run.RUN in st.session_state:
+# One run panel at a time, above the Execute of a new plan: what each button acts on stays clear (issue 16).
+followed = st.session_state.get(reassign_run.RUN)
+if followed is not None:
     reassign_run.progress_panel(ctx)
 else:
     if live_snap.in_progress.reassignment:
@@ -412,3 +456,14 @@ else:
                 icon=":material/hourglass_top:")
     reassign_run.follow_earlier(ctx)
     actions.show(reassign_run.RUN_RESULT, scope="reassign-run")
+
+if planned is not None and not planned.empty:
+    st.subheader("Execute this plan", anchor=False)
+    if followed is not None and not reassign_run.finished(ctx, followed):
+        st.caption(f":material/hourglass_top: Execute is offered once action #{followed.action_id} above has "
+                   "finished: ZooKeeper-mode Kafka runs one reassignment at a time.")
+    else:
+        execute_panel(planned)
+elif followed is None:
+    st.subheader("Execute", anchor=False)
+    st.caption("Plan something first; the document on screen is what Execute writes.")

@@ -1,4 +1,6 @@
-"""Brokers: load and preferred-leader imbalance per broker, against the controller's threshold."""
+"""Brokers: load and preferred-leader imbalance per broker, against the controller's threshold. A row opens the
+broker's own page (views/broker.py). A down broker is never "over threshold" (nothing can be elected onto it), and
+a broker that is the preferred replica of nothing has an imbalance of 0."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core import health
-from dashboard import charts, frame
+from dashboard import charts, frame, ui
 
 BROKER_COLUMNS = ["Broker", "Status", "Rack", "Replicas", "Leaders", "Preferred", "Preferred not leading",
                   "Imbalance %", "Over threshold", "Electable"]
@@ -27,8 +29,8 @@ def broker_table(summary: health.ClusterSummary) -> pd.DataFrame:
         "Leaders": b.leaders,
         "Preferred": b.preferred,
         "Preferred not leading": b.preferred_not_leading,
-        "Imbalance %": None if b.imbalance_ratio is None else round(b.imbalance_ratio * 100, 1),
-        "Over threshold": "YES" if b.over_threshold else "no",
+        "Imbalance %": 0.0 if b.imbalance_ratio is None else round(b.imbalance_ratio * 100, 1),
+        "Over threshold": ("YES" if b.over_threshold else "no") if b.alive else "down",
         "Electable": b.electable,
     } for b in summary.brokers]
     return pd.DataFrame(rows, columns=BROKER_COLUMNS)
@@ -41,7 +43,7 @@ def _style(df: pd.DataFrame):
         if r["Over threshold"] == "YES":
             return ["background-color: rgba(255,160,0,0.22)"] * len(r)
         return [""] * len(r)
-    return df.style.apply(row, axis=1).format({"Imbalance %": lambda v: "n/a" if pd.isna(v) else f"{v:.1f}%"})
+    return df.style.apply(row, axis=1).format({"Imbalance %": lambda v: f"{v:.1f}%"})
 
 
 @st.fragment(run_every=frame.REFRESH_SECONDS)
@@ -50,15 +52,22 @@ def live() -> None:
     summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
     threshold = summary.leader_imbalance_threshold
 
-    m = st.columns(4)
-    m[0].metric("Brokers alive", f"{summary.brokers_alive} / {summary.brokers_total}", border=True)
-    m[1].metric("Imbalance threshold", f"{threshold}%", border=True,
-                help="leader.imbalance.per.broker.percentage as the controller applies it (Kafka default 10)")
-    m[2].metric("Brokers over threshold", len(summary.brokers_over_threshold), border=True)
-    m[3].metric("Partitions off preferred leader", f"{summary.preferred_replica_imbalance:,}", border=True,
-                help="The controller's PreferredReplicaImbalanceCount")
-    if summary.brokers_over_threshold:
-        ids = ", ".join(map(str, summary.brokers_over_threshold))
+    over = [b.broker_id for b in summary.brokers if b.over_threshold and b.alive]
+    m = ui.metric_row()
+    ui.metric(m, "Alive", f"{summary.brokers_alive} / {summary.brokers_total}", help="Brokers alive / known")
+    ui.metric(m, "Threshold", f"{threshold}%",
+              help="Imbalance threshold: leader.imbalance.per.broker.percentage as the controller applies it (Kafka "
+                   "default 10)")
+    ui.metric(m, "Over threshold", f"{len(over):,}",
+              help="Alive brokers over the threshold (a down broker leads nothing until it returns)")
+    ui.metric(m, "Off preferred", f"{summary.preferred_replica_imbalance:,}",
+              help="Partitions off their preferred leader: the controller's PreferredReplicaImbalanceCount")
+    down_over = [b.broker_id for b in summary.brokers if b.over_threshold and not b.alive]
+    if down_over:
+        st.info(f"Broker(s) {', '.join(map(str, down_over))} are down: their partitions are led by other replicas "
+                "until they return. No election can move leadership to a down broker.", icon=":material/dns:")
+    if over:
+        ids = ", ".join(map(str, over))
         msg = f"Leader imbalance over {threshold}% on broker(s) {ids}."
         if summary.reassignment_in_progress:
             msg += " The controller will not rebalance leaders while a reassignment is in progress."
@@ -67,13 +76,18 @@ def live() -> None:
         st.warning(msg, icon=":material/balance:")
 
     df = conn.derived("brokers.table", snap, lambda s: broker_table(summary))
-    st.dataframe(_style(df), hide_index=True, key="broker_loads",
-                 column_config={"Broker": st.column_config.NumberColumn(format="%d")})
-    st.caption("Imbalance = partitions whose preferred (first) replica is the broker but whose leader is not, "
-               "divided by the partitions whose preferred replica is the broker; topics being deleted are left out. "
-               "Electable: of those, the ones whose preferred replica is alive and in the ISR. "
-               "No imbalance (None): the broker is the preferred replica of nothing, so the controller does not "
-               "check it.")
+    # a stable key keeps the browser's sort and selection across the 2 s live updates
+    event = st.dataframe(_style(df), hide_index=True, key="broker_loads", on_select="rerun",
+                         selection_mode="single-row",
+                         column_config={"Broker": st.column_config.NumberColumn(format="%d")})
+    picked = ui.selected_row(event, df)
+    if picked is not None:
+        st.switch_page(ui.BROKER, query_params={"broker": str(int(picked["Broker"]))})
+    st.caption("Select a row to open the broker. Imbalance = partitions whose preferred (first) replica is the "
+               "broker but whose leader is not, divided by the partitions whose preferred replica is the broker; "
+               "topics being deleted are left out; 0 for a broker that is the preferred replica of nothing. "
+               "Electable: of those, the ones whose preferred replica is alive and in the ISR.")
+    ui.broker_links([b.broker_id for b in summary.brokers], alive=snap.alive_broker_ids)
 
     loads = summary.brokers
     st.plotly_chart(

@@ -37,7 +37,7 @@ from core.topics import (
     validate_topic_name,
 )
 from core.zk import topic_admin
-from dashboard import actions, charts, frame
+from dashboard import actions, charts, frame, ops_panels, ui
 from dashboard.text import md, md_text
 
 RESULT = "ct_result"
@@ -159,6 +159,8 @@ else:
         help="As kafka-topics --replica-assignment: partitions separated by ',', the replicas of one partition "
              "by ':', the first replica is the preferred leader.")
 
+ops_panels.partition_advice("ct", brokers=len(alive), replication_factor=rf)  # issue 18: from throughput
+
 st.subheader("Config overrides", anchor=False)
 overrides, problems = actions.config_editor("ct_config")
 actions.show_config_problems(problems)
@@ -207,12 +209,12 @@ if draft is not None:
         if w != collision_warning(name):
             st.warning(md_text(w), icon=":material/warning:")
     spread = rack_spread(snap, draft)
-    m = st.columns(4)
+    m = ui.metric_row()
     used = {b for reps in draft.assignment.values() for b in reps}
-    m[0].metric("Partitions", f"{draft.partitions:,}", border=True)
-    m[1].metric("Replication factor", draft.replication_factor, border=True)
-    m[2].metric("Brokers used", f"{len(used)} / {len(alive)}", border=True)
-    m[3].metric("Replicas", f"{draft.partitions * draft.replication_factor:,}", border=True)
+    ui.metric(m, "Partitions", f"{draft.partitions:,}")
+    ui.metric(m, "RF", draft.replication_factor, help="Replication factor")
+    ui.metric(m, "Brokers used", f"{len(used)} / {len(alive)}", help="Brokers holding a replica / alive brokers")
+    ui.metric(m, "Replicas", f"{draft.partitions * draft.replication_factor:,}")
     if spread is None:
         st.caption("No broker has a rack: rack spread not checked.")
     else:
@@ -224,6 +226,10 @@ if draft is not None:
         else:
             st.success(f"Rack spread: every partition has replicas on {required} different racks "
                        f"(min(replication factor, {racks} racks)).", icon=":material/check_circle:")
+
+    if placement == PLACEMENTS[0] and rack_mode != RackAwareMode.DISABLED.value:  # issue 18: uneven racks
+        ops_panels.rack_warning(conn, snap, key="ct", rf=draft.replication_factor, partitions=draft.partitions,
+                                chart=False)
 
     table = st.session_state.get(TABLE)
     if table is None or table[0] != context:

@@ -1,6 +1,11 @@
 """Leaders: preferred-leader imbalance, the partitions off their preferred leader (and whether an election
 would move them), and the one-click preferred-leader election with its outcome, live.
 
+Every picker is in the URL (`?scope=One+topic&topic=orders`) and keeps its value across elections: option lists are
+stable (sorted by name) and labels carry no live counts, which would change after an election and reset the
+browser's selection. The outcome of the election just run comes before the preview of what is left to elect.
+A down broker is never "over threshold": nothing can be moved to it until it returns.
+
 The preview comes from core.elections on the live snapshot; the button calls core.zk.election.trigger,
 which re-reads live state, refuses while an election is in flight, and writes only the partitions the
 controller would actually move.
@@ -18,7 +23,7 @@ from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot
 from core.plans import format_election
 from core.zk import election
-from dashboard import actions, charts, frame
+from dashboard import actions, charts, frame, ui
 from dashboard.text import md
 
 RESULT = "ld_result"
@@ -60,9 +65,14 @@ def reasons_table(cands) -> pd.DataFrame:
 
 
 def topic_options(snap: ClusterSnapshot, cands) -> tuple[Counter, list[str]]:
-    """Topic names, those with the most partitions off their preferred leader first."""
-    off = Counter(c.topic for c in cands)
-    return off, sorted((t.name for t in snap.topics), key=lambda n: (-off[n], n))
+    """Topic names sorted by name (a stable list: the picker keeps its value while counts change) and how many
+    partitions of each are off their preferred leader."""
+    return Counter(c.topic for c in cands), sorted(t.name for t in snap.topics)
+
+
+def over_threshold(summary: health.ClusterSummary) -> list[int]:
+    """Alive brokers over the controller's threshold: a down broker leads nothing whatever an election does."""
+    return [b.broker_id for b in summary.brokers if b.over_threshold and b.alive]
 
 
 def _trigger(scope: dict, context: str) -> None:
@@ -90,26 +100,34 @@ def _dismiss() -> None:
 
 
 def scope_picker(snap: ClusterSnapshot, cands: list[elections.Candidate]) -> dict | None:
-    kind = st.radio("Scope", SCOPES, horizontal=True, key="ld_scope")
+    kind = st.radio("Scope", SCOPES, horizontal=True, key="scope", bind="query-params")
     if kind == SCOPES[0]:
         return {"all_partitions": True}
     if kind == SCOPES[1]:
         off, names = conn.derived("leaders.topic_options", snap, lambda s: topic_options(s, cands))
-        topic = st.selectbox("Topic", names, key="ld_topic", index=None, placeholder="Choose a topic…",
-                             format_func=lambda n: f"{n} ({off[n]:,} off preferred)" if off[n] else n)
-        return None if topic is None else {"topic": topic}
+        topic = st.selectbox("Topic", names, key="topic", index=None, placeholder="Choose a topic…",
+                             bind="query-params")
+        if topic is None:
+            worst = ", ".join(f"{n} ({k:,})" for n, k in off.most_common(3))
+            if worst:
+                st.caption(f"Most partitions off their preferred leader: {md(worst)}")
+            return None
+        st.caption(f"{off[topic]:,} partition(s) of {md(topic)} off their preferred leader.")
+        return {"topic": topic}
     if kind == SCOPES[2]:
         loads = {b.broker_id: b for b in conn.derived("summary", snap, health.summarize).brokers}
-
-        def label(b: int) -> str:
-            load = loads.get(b)
-            if load is None or load.imbalance_ratio is None:
-                return f"broker {b}"
-            return (f"broker {b}{'' if load.alive else ' (down)'} — {load.preferred_not_leading:,} of "
-                    f"{load.preferred:,} not led by it ({load.imbalance_ratio * 100:.0f}%)")
         broker = st.selectbox("Broker (partitions whose preferred leader it is)", [b.id for b in snap.brokers],
-                              key="ld_broker", index=None, placeholder="Choose a broker…", format_func=label)
-        return None if broker is None else {"broker": int(broker)}
+                              key="broker", index=None, placeholder="Choose a broker…", bind="query-params")
+        if broker is None:
+            return None
+        load = loads.get(broker)
+        if load is not None and not load.alive:
+            st.caption(f"Broker {broker} is down: no election can move leadership to it until it returns.")
+        elif load is not None and load.preferred:
+            st.caption(f"Broker {broker} is the preferred leader of {load.preferred:,} partition(s); "
+                       f"{load.preferred_not_leading:,} are not led by it "
+                       f"({(load.imbalance_ratio or 0) * 100:.0f}%).")
+        return {"broker": int(broker)}
     options = [tp(c.key) for c in cands]
     if len(options) > MAX_CHOICES:
         st.caption(f"Offering the first {MAX_CHOICES:,} of {len(options):,} partitions off their preferred leader; "
@@ -168,15 +186,19 @@ def live() -> None:
     eligible = sum(c.eligible for c in cands)
     threshold = summary.leader_imbalance_threshold
 
-    m = st.columns(5)
-    m[0].metric("Off preferred leader", f"{len(cands):,}", border=True,
-                help="Partitions whose leader is not their first replica (leader -1 included)")
-    m[1].metric("Electable now", f"{eligible:,}", border=True,
-                help="Preferred replica alive and in the ISR, partition not being reassigned or deleted")
-    m[2].metric("Not electable", f"{len(cands) - eligible:,}", border=True)
-    m[3].metric("Imbalance threshold", f"{threshold}%", border=True,
-                help="leader.imbalance.per.broker.percentage (Kafka default 10)")
-    m[4].metric("Brokers over threshold", len(summary.brokers_over_threshold), border=True)
+    over = over_threshold(summary)
+    m = ui.metric_row()
+    ui.metric(m, "Off preferred", f"{len(cands):,}",
+              help="Partitions off their preferred leader: the leader is not their first replica (leader -1 "
+                   "included)")
+    ui.metric(m, "Electable now", f"{eligible:,}",
+              help="Preferred replica alive and in the ISR, partition not being reassigned or deleted")
+    ui.metric(m, "Not electable", f"{len(cands) - eligible:,}")
+    ui.metric(m, "Threshold", f"{threshold}%",
+              help="Imbalance threshold: leader.imbalance.per.broker.percentage (Kafka default 10)")
+    ui.metric(m, "Over threshold", f"{len(over):,}",
+              help="Alive brokers whose preferred-leader imbalance is over the threshold (a down broker leads "
+                   "nothing until it returns, whatever an election does)")
 
     in_flight = snap.in_progress.preferred_election
     if in_flight:
@@ -221,6 +243,11 @@ def live() -> None:
     scope = scope_picker(snap, cands)
     context = None
     selection = None
+    # what was just done comes first; the preview below is about what is left
+    last = st.session_state.get(LAST)
+    if last:
+        actions.show(RESULT, scope="leaders")
+    last_election(snap)
     if scope is not None:
         try:
             selection = conn.derived("leaders.selection", snap, lambda s: elections.select(s, **scope),
@@ -237,9 +264,14 @@ def live() -> None:
         elif not n_in:
             why = "; ".join(f"{r['Why not']} ({r['Partitions']:,})" for _, r in
                             reasons_table(selection.ineligible).iterrows())
-            st.warning(f"Nothing to elect in {md(selection.scope)}: {n_out:,} partition(s) are off their "
-                       f"preferred leader but the controller would not move them — {md(why)}.",
-                       icon=":material/block:")
+            just_elected = bool(last) and last.get("scope") == selection.scope
+            text = (f"Nothing {'more ' if just_elected else ''}to elect in {md(selection.scope)}: {n_out:,} "
+                    f"partition(s) are off their preferred leader but the controller would not move them — "
+                    f"{md(why)}.")
+            if just_elected:  # after an election of this scope: a note under its outcome, not a warning above it
+                st.caption(f":material/block: {text}")
+            else:
+                st.warning(text, icon=":material/block:")
         else:
             st.markdown(f"In **{md(selection.scope)}**: **{n_in:,}** partition(s) will move to their preferred leader"
                         + (f", **{n_out:,}** cannot" if n_out else "")
@@ -266,8 +298,8 @@ def live() -> None:
                                       "--path-to-json-file (or kafka-preferred-replica-election.sh before 2.4)")
             st.button("Elect preferred leaders", type="primary", icon=":material/how_to_vote:", key="ld_elect",
                       disabled=reason is not None or not ok, help=reason, on_click=_trigger, args=(scope, context))
-    actions.show(RESULT, scope="leaders", context=context)
-    last_election(snap)
+    if not last:
+        actions.show(RESULT, scope="leaders", context=context)
 
 
 live()

@@ -1,4 +1,5 @@
-"""Overview: brokers, controller, size, health counters, load per broker and admin operations in flight."""
+"""Overview: brokers, controller, size, health counters, load per broker and admin operations in flight. Each broker
+links to its page (views/broker.py); metrics wrap onto more lines in a narrow window (dashboard.ui)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import streamlit as st
 
 from core import health
 from core.model import ClusterSnapshot
-from dashboard import charts, frame
+from dashboard import charts, frame, ops_panels, ui
 from dashboard.text import md, md_cells
 
 MAX_LISTED = 200  # rows shown per in-progress operation / problem list; the rest is counted
@@ -59,20 +60,19 @@ def live() -> None:
                + (f" · cluster id {md(snap.cluster_id)}" if snap.cluster_id else ""))
 
     # --- size and controller -----------------------------------------------------------------
-    c = st.columns(5)
-    c[0].metric("Brokers alive", f"{summary.brokers_alive} / {summary.brokers_total}", border=True,
-                delta=None if not summary.brokers_dead else f"{summary.brokers_dead} down", delta_color="red",
-                delta_arrow="off")
+    c = ui.metric_row()
+    ui.metric(c, "Brokers alive", f"{summary.brokers_alive} / {summary.brokers_total}",
+              delta=None if not summary.brokers_dead else f"{summary.brokers_dead} down", delta_color="red",
+              delta_arrow="off")
     if ctrl is None or ctrl.broker_id is None or ctrl.broker_id < 0:
-        c[1].metric("Controller", "none", border=True, delta="no active controller", delta_color="red",
-                    delta_arrow="off")
+        ui.metric(c, "Controller", "none", delta="no active controller", delta_color="red", delta_arrow="off")
     else:
-        c[1].metric("Controller", f"broker {ctrl.broker_id}", border=True,
-                    delta=f"epoch {ctrl.epoch}" if ctrl.epoch is not None else "epoch unknown", delta_color="gray",
-                    delta_arrow="off")
-    c[2].metric("Topics", f"{summary.topics:,}", border=True)
-    c[3].metric("Partitions", f"{summary.partitions:,}", border=True)
-    c[4].metric("Replicas", f"{summary.replicas:,}", border=True)
+        ui.metric(c, "Controller", f"broker {ctrl.broker_id}",
+                  delta=f"epoch {ctrl.epoch}" if ctrl.epoch is not None else "epoch unknown", delta_color="gray",
+                  delta_arrow="off")
+    ui.metric(c, "Topics", f"{summary.topics:,}")
+    ui.metric(c, "Partitions", f"{summary.partitions:,}")
+    ui.metric(c, "Replicas", f"{summary.replicas:,}")
     if ctrl is not None and ctrl.is_kraft:
         st.error(f"A KRaft controller owns this cluster (kraftControllerEpoch {ctrl.kraft_controller_epoch}); "
                  "ZooKeeper data may be stale and Keel will refuse writes.", icon=":material/block:")
@@ -93,19 +93,20 @@ def live() -> None:
         alert = st.error if (summary.unavailable or summary.under_min_isr) else st.warning
         alert("Partitions need attention: " + ", ".join(issues) + ". See Topics for the partitions.",
               icon=":material/warning:")
-    h = st.columns(6)
-    h[0].metric("Under-replicated", f"{summary.under_replicated:,}", border=True,
+        ops_panels.kraft_health_note(conn)  # issue 18: leaders that left ZooKeeper for KRaft are no outage
+    h = ui.metric_row()
+    ui.metric(h, "Under-replicated", f"{summary.under_replicated:,}",
                 help="ISR smaller than the replication factor (kafka-topics --under-replicated-partitions)")
-    h[1].metric("Unavailable", f"{summary.unavailable:,}", border=True,
+    ui.metric(h, "Unavailable", f"{summary.unavailable:,}",
                 help=f"No live leader (kafka-topics --unavailable-partitions); "
                      f"{summary.offline:,} of them offline (leader -1)")
-    h[2].metric("Under min ISR", f"{summary.under_min_isr:,}", border=True,
+    ui.metric(h, "Under min ISR", f"{summary.under_min_isr:,}",
                 help="ISR smaller than min.insync.replicas, or no live leader: producers with acks=all fail")
-    h[3].metric("At min ISR", f"{summary.at_min_isr:,}", border=True,
+    ui.metric(h, "At min ISR", f"{summary.at_min_isr:,}",
                 help="ISR exactly min.insync.replicas: one more failure blocks acks=all producers")
-    h[4].metric("Without state", f"{summary.missing_state:,}", border=True,
+    ui.metric(h, "Without state", f"{summary.missing_state:,}",
                 help="Partitions whose state znode is missing (not initialised by the controller)")
-    h[5].metric("Problems", f"{summary.problems:,}", border=True,
+    ui.metric(h, "Problems", f"{summary.problems:,}",
                 help="Znodes whose payload Keel could not decode; the rest of the cluster still loaded")
     if snap.problems:
         with st.expander(f"{len(snap.problems):,} corrupt znode(s)", expanded=True, icon=":material/report:"):
@@ -117,12 +118,14 @@ def live() -> None:
     # --- brokers -----------------------------------------------------------------------------
     st.subheader("Brokers", anchor=False)
     df = conn.derived("overview.brokers", snap, lambda s: broker_table(s, summary))
+    df = ops_panels.label_kraft_brokers(conn, df)  # issue 18: "KRaft (left ZooKeeper)", not DOWN
     down = df[df["Status"] == "DOWN"]["Broker"].tolist()
     if down:
         st.error(f"Broker{'s' if len(down) > 1 else ''} down: {', '.join(map(str, down))}", icon=":material/dns:")
     # st.table (its cells are in the DOM, for readers and the end-to-end test), so its text cells are escaped:
     # hosts and racks are whatever the brokers registered
     st.table(_style_brokers(md_cells(df)), hide_index=True, alt="Brokers of the cluster")
+    ui.broker_links(df["Broker"].tolist(), alive=snap.alive_broker_ids)
 
     colors = charts.rack_colors(b.rack for b in summary.brokers)
     ids = [b.broker_id for b in summary.brokers]
@@ -135,18 +138,19 @@ def live() -> None:
     right.plotly_chart(charts.per_broker_bars(ids, [b.leaders for b in summary.brokers], racks, alive,
                                               title="Leaders per broker", y_title="Leaders", colors=colors),
                        key="leaders_chart", config={"displayModeBar": False})
+    ops_panels.rack_warning(conn, snap, key="ov", chart=False)  # issue 18: uneven racks load the small rack more
 
     # --- admin operations --------------------------------------------------------------------
     st.subheader("Admin operations in progress", anchor=False)
     ip = snap.in_progress
-    o = st.columns(3)
-    o[0].metric("Reassignment", f"{len(ip.reassignment):,}", border=True,
+    o = ui.metric_row()
+    ui.metric(o, "Reassignment", f"{len(ip.reassignment):,}",
                 help="Partitions listed in /admin/reassign_partitions"
                      + (f"; {summary.reassigning_partitions:,} with adding/removing replicas"
                         if summary.reassigning_partitions else ""))
-    o[1].metric("Preferred election", f"{len(ip.preferred_election):,}", border=True,
+    ui.metric(o, "Preferred election", f"{len(ip.preferred_election):,}",
                 help="Partitions listed in /admin/preferred_replica_election")
-    o[2].metric("Topic deletions", f"{len(ip.deletion):,}", border=True, help="Topics under /admin/delete_topics")
+    ui.metric(o, "Topic deletions", f"{len(ip.deletion):,}", help="Topics under /admin/delete_topics")
     if not (ip.reassignment or ip.preferred_election or ip.deletion or summary.reassigning_partitions):
         st.caption("None: no /admin node is pending.")
     if ip.reassignment:

@@ -1,8 +1,13 @@
-"""Topics: a searchable list with health counts per topic; one topic's partitions, leader / replicas / ISR."""
+"""Topics: a list filtered as you type, with health counts per topic; one topic's partitions, leader / replicas / ISR,
+and its effective configuration (every key, its value and where it comes from) beside the overrides editor.
+
+The filter and the chosen topic are in the URL (`?q=orders&topic=orders.v1`). Selecting a row of the list opens that
+topic; the list keeps its sort across the 2 s live updates (a stable key)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +19,8 @@ from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
 from core.zk import topic_admin
-from dashboard import actions, charts, frame
+from core.topics.effective import effective_config
+from dashboard import actions, charts, frame, ops_panels, ui
 from dashboard.text import md, md_text
 
 PAGE_SIZES = (25, 50, 100, 500)
@@ -128,14 +134,25 @@ def _style_topics(df: pd.DataFrame):
     return df.style.map(lambda v: colors.get(v, ""), subset=["Health"])
 
 
+def _pick_topic(names: list[str]) -> None:
+    """on_select of the topic list: the selected row's topic becomes the chosen one."""
+    try:
+        rows = st.session_state["topic_list"]["selection"]["rows"]
+    except (KeyError, TypeError):
+        return
+    if rows and rows[0] < len(names):
+        st.session_state["topic"] = names[rows[0]]
+
+
 @st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     table = conn.derived("topics.table", snap, topic_table)
 
     f1, f2, f3 = st.columns([3, 1, 1], vertical_alignment="bottom")
-    needle = f1.text_input("Filter topics", key="topic_filter", placeholder="name contains…",
-                           help="Case-insensitive substring of the topic name")
+    # live: filters while typing (a 200 ms pause), no Enter needed; only this fragment reruns
+    needle = f1.text_input("Filter topics", key="q", placeholder="name contains…", type="search", live="200ms",
+                           bind="query-params", help="Case-insensitive substring of the topic name") or ""
     only_bad = f2.toggle("Only with problems", key="topic_only_bad")
     hide_internal = f3.toggle("Hide internal", key="topic_hide_internal")
     view = table
@@ -147,17 +164,19 @@ def live() -> None:
     if hide_internal:
         view = view[~view["Topic"].isin(["__consumer_offsets", "__transaction_state"])]
 
-    st.caption(f"{len(view):,} of {len(table):,} topics")
+    st.caption(f"{len(view):,} of {len(table):,} topics · select a row to open the topic")
     st.dataframe(_style_topics(view) if len(view) <= 2000 else view, hide_index=True, key="topic_list",
-                 height=min(420, 38 + 35 * max(len(view), 1)),
+                 height=min(420, 38 + 35 * max(len(view), 1)), selection_mode="single-row",
+                 on_select=partial(_pick_topic, view["Topic"].tolist()),
                  column_config={"Config overrides": st.column_config.TextColumn(width="large")})
 
     st.subheader("Partitions", anchor=False)
     names = view["Topic"].tolist()
-    chosen = st.session_state.get("topic_choice")
-    if chosen is not None and chosen not in names:
+    chosen = st.session_state.get("topic")
+    if chosen is not None and chosen not in names and chosen in snap.topic_by_name:
         names = [chosen] + names  # keep the chosen topic selectable while the filter hides it
-    topic_name = st.selectbox("Topic", names, index=None, key="topic_choice", placeholder="Choose a topic…")
+    topic_name = st.selectbox("Topic", names, index=None, key="topic", placeholder="Choose a topic…",
+                              bind="query-params")
     if topic_name is None:
         st.caption("Choose a topic to see its partitions, leaders, replicas and ISR.")
         return
@@ -168,14 +187,20 @@ def live() -> None:
         return
 
     row = table[table["Topic"] == topic_name].iloc[0]
-    m = st.columns(5)
-    m[0].metric("Partitions", f"{len(topic.partitions):,}", border=True)
-    m[1].metric("Replication factor", topic.replication_factor, border=True)
-    m[2].metric("min.insync.replicas", int(row["min ISR"]), border=True)
-    m[3].metric("Off preferred leader", int(row["Off preferred"]), border=True)
-    m[4].metric("Out-of-sync replicas", int(row["Out-of-sync replicas"]), border=True)
+    m = ui.metric_row()
+    ui.metric(m, "Partitions", f"{len(topic.partitions):,}")
+    ui.metric(m, "RF", topic.replication_factor, help="Replication factor")
+    ui.metric(m, "Min ISR", int(row["min ISR"]), help="min.insync.replicas in effect")
+    ui.metric(m, "Off preferred", int(row["Off preferred"]), help="Partitions off their preferred leader")
+    ui.metric(m, "Out of sync", int(row["Out-of-sync replicas"]), help="Replicas out of the ISR")
+    leaders = sorted({p.leader for p in topic.partitions if p.leader != NO_LEADER})
+    if leaders:
+        with st.popover("Brokers of this topic", icon=":material/dns:"):
+            ui.broker_links(sorted({b for p in topic.partitions for b in p.replicas}), alive=snap.alive_broker_ids)
     if topic_name in snap.in_progress.deletion:
         st.warning(f"Topic {md(topic_name)} is queued for deletion.", icon=":material/delete:")
+    ops_panels.partition_advice("tp", brokers=len(snap.alive_broker_ids), current=len(topic.partitions),
+                                replication_factor=topic.replication_factor)  # issue 18: enough partitions?
     if topic.config:
         with st.expander(f"{len(topic.config)} config override(s)"):
             # st.dataframe, not st.table: table cells are markdown, and these are whatever ZooKeeper holds
@@ -261,7 +286,7 @@ def topic_actions(snap: ClusterSnapshot, topic: Topic) -> None:
     with configure:
         config_form(snap, topic, reason)
     with delete:
-        delete_form(snap, topic, reason)
+        delete_form(snap, topic, reason or actions.blocked_reason(cfg, f"delete topic {topic.name}"))  # admin only
 
 
 def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
@@ -301,7 +326,36 @@ def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None)
     actions.show(ACTION_RESULT, scope=f"grow:{topic.name}", context=context)
 
 
+EFFECTIVE_COLUMNS = ["Key", "Value", "Source", "Kafka default"]
+
+
+def effective_table(snap: ClusterSnapshot, topic: Topic) -> pd.DataFrame:
+    rows = effective_config(topic.config, snap.broker_configs.get("<default>"))
+    return pd.DataFrame([{"Key": r.key, "Value": "" if r.value is None else r.value,
+                          "Source": r.source + (f" ({r.synonym})" if r.synonym else ""),
+                          "Kafka default": "" if r.default is None else r.default} for r in rows],
+                        columns=EFFECTIVE_COLUMNS)
+
+
 def config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
+    """The overrides editor, and beside it the effective configuration (kafka-configs --describe --all)."""
+    left, right = st.columns([1, 1], gap="medium")
+    with right:
+        st.markdown("**Effective configuration**")
+        table = conn.derived("topics.effective", snap, lambda s: effective_table(s, topic), key=topic.name)
+        overridden = int((table["Source"] == "topic override").sum())
+        st.caption(f"Every key as the brokers apply it, as `kafka-configs --describe --all` shows it: "
+                   f"{overridden:,} topic override(s), the rest from the cluster's dynamic broker default "
+                   "(/config/brokers/<default>) or Kafka's default (a broker's server.properties is not in "
+                   "ZooKeeper).")
+        st.dataframe(table.style.map(lambda v: "font-weight: 600" if v == "topic override" else "",
+                                     subset=["Source"]), hide_index=True, key="topic_effective_config", height=380,
+                     column_config={"Value": st.column_config.TextColumn(width="medium")})
+    with left:
+        _config_form(snap, topic, reason)
+
+
+def _config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
     current = dict(topic.config)
     st.caption("The topic's config overrides (keys not listed use the broker / Kafka default). Edit a value, add a "
                "row, or delete a row to remove an override.")
