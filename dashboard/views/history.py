@@ -10,7 +10,7 @@ import json
 import streamlit as st
 
 from core.store import NO_CLUSTER, Action
-from dashboard import actions, frame, identity
+from dashboard import actions, frame, identity, ui
 from dashboard.audit import readable, table, to_csv
 from dashboard.text import md, md_text
 
@@ -72,14 +72,14 @@ if not recorded and wanted is None:
     st.stop()
 
 counts = {s: sum(a.status == s for a in recorded) for s in ("applied", "failed", "pending")}
-m = st.columns(4)
-m[0].metric("Actions", f"{len(recorded):,}" + ("+" if len(recorded) == limit else ""), border=True)
-m[1].metric("Applied", f"{counts['applied']:,}", border=True)
-m[2].metric("Failed", f"{counts['failed']:,}", border=True,
-            help="Failed writes, actions refused for lack of role, and refused sign-ins")
-m[3].metric("Pending", f"{counts['pending']:,}", border=True,
-            help="Recorded but never finished: the write may or may not have happened (Keel stopped mid-way). "
-                 "Check the cluster.")
+row = ui.metric_row()  # wraps instead of cutting labels at 900 px
+ui.metric(row, "Actions", f"{len(recorded):,}" + ("+" if len(recorded) == limit else ""))
+ui.metric(row, "Applied", f"{counts['applied']:,}")
+ui.metric(row, "Failed", f"{counts['failed']:,}",
+          help="Failed writes, actions refused for lack of role, and refused sign-ins")
+ui.metric(row, "Pending", f"{counts['pending']:,}",
+          help="Recorded but never finished: the write may or may not have happened (Keel stopped mid-way). "
+               "Check the cluster.")
 
 df = table(rows)
 c1, c2, c3 = st.columns([6, 1, 1], vertical_alignment="bottom")
