@@ -120,6 +120,15 @@ def kafka(zk_server: str, tmp_path_factory: pytest.TempPathFactory):
             cluster.stop()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _healthy_module(request: pytest.FixtureRequest):
+    """Every test module starts on a whole cluster with a fresh Admin client, whatever the module before did
+    (restarts, kills): one module's leftovers must not fail the next."""
+    if "kafka" in request.fixturenames:
+        request.getfixturevalue("kafka").ensure_healthy()
+    yield
+
+
 @pytest.fixture
 def healthy(kafka: RealKafka) -> RealKafka:
     """The cluster with every broker up and every ISR complete (a test before may have killed a broker)."""

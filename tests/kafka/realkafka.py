@@ -269,6 +269,21 @@ class RealKafka:
             assert len(self.kafka_cluster()["brokers"]) == len(self.cluster.brokers)
 
         eventually(full, timeout=timeout, interval=0.5)
+        self.renew_admin()
+
+    def renew_admin(self) -> None:
+        """A fresh Admin client: after brokers restarted (a rolling restart, a kill), kafka-python's client can keep
+        metadata that names no live broker (UnknownBrokerIdError) for the rest of the package."""
+        from kafka.admin import KafkaAdminClient
+
+        old = self.admin
+        self.admin = compat_admin(KafkaAdminClient(bootstrap_servers=self.cluster.bootstrap_servers,
+                                                   client_id="keel-tests", request_timeout_ms=20000),
+                                  self.cluster.version)
+        try:
+            old.close()
+        except Exception:  # a client whose brokers went away may fail to close cleanly; it is dropped either way
+            pass
 
 
 def describe_lines(text: str) -> list[str]:

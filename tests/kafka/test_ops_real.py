@@ -164,7 +164,7 @@ def test_state_change_logs_after_a_kill_and_an_election(healthy: RealKafka, tmp_
                                 "--json")
     assert code == 0, err
     assert [e["time"] for e in json.loads(out)["entries"]] == [t for t in stamps if t >= start]
-    assert 0 < len(after) < len(entries)
+    assert 0 < len(after) <= len(entries)  # all of them when the topic was created within a second of the kill
     # a state-change log that is not one
     code, _, err = kafka.keel("state-changes", str(kafka.cluster.server_log(1)))
     assert code == 1 and "is not a Kafka state-change log" in err and "server.log" in err
