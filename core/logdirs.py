@@ -23,9 +23,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from core.balance.sizes import MAX_LOG_DIRS_BYTES, load_log_dirs_document  # noqa: F401  (re-exported)
 from core.errors import PlanError
 
-MAX_LOG_DIRS_BYTES = 512 * 2**20
 ANY = "any"  # Kafka's "no preference" log dir
 
 
@@ -141,20 +141,7 @@ class JbodView:
 
 def parse_log_dirs_view(text: str | bytes) -> JbodView:
     """The output of `kafka-log-dirs.sh --describe` (progress lines before the JSON accepted)."""
-    if len(text) > MAX_LOG_DIRS_BYTES:
-        raise PlanError(f"log-dirs data is {len(text):,} bytes; the limit is {MAX_LOG_DIRS_BYTES // 2**20} MiB")
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    start = text.find("{")
-    if start < 0:
-        raise PlanError("log-dirs data holds no JSON object", hint="give the output of kafka-log-dirs.sh --describe")
-    try:
-        doc = json.loads(text[start:])
-    except ValueError as e:
-        raise PlanError(f"log-dirs data is not valid JSON: {e}") from None
-    except RecursionError:
-        raise PlanError("log-dirs data is nested too deeply to be what kafka-log-dirs.sh prints") from None
-    return view_from_document(doc)
+    return view_from_document(load_log_dirs_document(text, hint="give the output of kafka-log-dirs.sh --describe"))
 
 
 def view_from_document(doc: Any) -> JbodView:

@@ -26,20 +26,25 @@ PartitionSizes = dict[tuple[str, int], int]
 
 def parse_log_dirs(text: str | bytes) -> PartitionSizes:
     """(topic, partition) -> bytes."""
+    return sizes_from_log_dirs(load_log_dirs_document(text))
+
+
+def load_log_dirs_document(text: str | bytes, *, hint: str = "paste the output of kafka-log-dirs.sh --describe") -> Any:
+    """The JSON document of `kafka-log-dirs.sh --describe` output (progress lines before it accepted), bounded in
+    size and nesting; PlanError otherwise."""
     if len(text) > MAX_LOG_DIRS_BYTES:
         raise PlanError(f"log-dirs data is {len(text):,} bytes; the limit is {MAX_LOG_DIRS_BYTES // 2**20} MiB")
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     start = text.find("{")
     if start < 0:
-        raise PlanError("log-dirs data holds no JSON object", hint="paste the output of kafka-log-dirs.sh --describe")
+        raise PlanError("log-dirs data holds no JSON object", hint=hint)
     try:
-        doc = json.loads(text[start:])
+        return json.loads(text[start:])
     except ValueError as e:
         raise PlanError(f"log-dirs data is not valid JSON: {e}") from None
     except RecursionError:  # thousands of nested arrays: Python's parser runs out of stack
         raise PlanError("log-dirs data is nested too deeply to be what kafka-log-dirs.sh prints") from None
-    return sizes_from_log_dirs(doc)
 
 
 def sizes_from_log_dirs(doc: Any) -> PartitionSizes:
