@@ -389,6 +389,8 @@ LEADER_THROTTLED = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED = "follower.replication.throttled.replicas"
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
+# Kafka's tool never sets this one for a broker-to-broker move, but its --verify clears it with the other two.
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 def moving_partitions(plan: ReassignmentPlan, snapshot: ClusterSnapshot

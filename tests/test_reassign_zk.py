@@ -116,3 +116,16 @@ def test_verify_reports_and_removes_throttles_when_complete(tree, store):
     back = reassign.rollback(tree, store, done.action_id, cluster="c")
     assert json.loads(tree.get(zf.REASSIGN).data)["partitions"][0]["replicas"] == [1, 2]
     assert back.moving == 2
+
+
+def test_verify_clears_the_log_dir_throttle_as_kafkas_tool_does(tree, store):
+    """ReassignPartitionsCommand.clearBrokerLevelThrottles deletes three broker keys, the log-dir rate among them;
+    other broker settings stay."""
+    reassign.execute(tree, store, PLAN, cluster="c", throttle=1000)
+    path = zf.broker_config_path(2)
+    tree.set(path, zf.encode_config({**config(tree, path), reassign.LOG_DIR_RATE: "500", "log.cleaner.threads": "2"}))
+    tree.set(zf.topic_path("t"), zf.encode_topic({0: [4, 2], 1: [2, 3]}, topic_id="AAAAAAAAAAAAAAAAAAAAAA"))
+    tree.set(zf.topic_path("u"), zf.encode_topic({0: [3, 4]}, topic_id="AAAAAAAAAAAAAAAAAAAAAA"))
+    tree.delete(zf.REASSIGN)
+    assert reassign.verify(tree, store, PLAN, cluster="c").throttles_removed
+    assert config(tree, path) == {"log.cleaner.threads": "2"}

@@ -36,6 +36,7 @@ from core.plans import (  # noqa: F401  (re-exported: the statuses and throttle 
     FOLLOWER_THROTTLED,
     LEADER_RATE,
     LEADER_THROTTLED,
+    LOG_DIR_RATE,
     PartitionStatus,
     ReassignmentPlan,
     ReassignStatus,
@@ -211,7 +212,7 @@ class Verified:
 
 def remove_throttles(session: ZkSession, topics: Iterable[str], snapshot: ClusterSnapshot,
                      tree: ClusterTree) -> bool:
-    """Kafka's removeThrottle: the topics' throttled-replica lists and every broker's rates.
+    """Kafka's clearAllThrottles: the topics' throttled-replica lists and every broker's three rates.
 
     Topics that no longer exist are skipped (their config node went with them)."""
     ops: list[Op] = []
@@ -222,7 +223,7 @@ def remove_throttles(session: ZkSession, topics: Iterable[str], snapshot: Cluste
                            {LEADER_THROTTLED: None, FOLLOWER_THROTTLED: None})
     for broker in sorted({b.id for b in snapshot.brokers} | {int(e) for e in snapshot.broker_configs if e.isdigit()}):
         ops += _config_ops(tree, zf.broker_config_path(broker), f"brokers/{broker}",
-                           {LEADER_RATE: None, FOLLOWER_RATE: None})
+                           {LEADER_RATE: None, FOLLOWER_RATE: None, LOG_DIR_RATE: None})
     if ops:
         try:
             _multi(session, ops)
