@@ -45,13 +45,12 @@ from core.zk.reconcile import reconcile_pending
 from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
 from tests.kafka_tree import write_cluster, write_topic
+from tests.own_zk import SERVER_CONFIG, SESSION_TIMEOUT, own_zk  # noqa: F401  (own_zk: a fixture)
 from tests.sandbox_helpers import wait_until
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180), pytest.mark.filterwarnings("ignore:No chroot path exists")]
 
 ROOT = Path(__file__).resolve().parents[1]
-SESSION_TIMEOUT = 4.0
-SERVER_CONFIG = {"tickTime": 500, "minSessionTimeout": 1000, "maxSessionTimeout": int(SESSION_TIMEOUT * 1000)}
 STALL = SESSION_TIMEOUT + 2.0  # a SIGSTOP longer than the session timeout
 RESYNC_NOTE = re.compile(r"(reconnected to ZooKeeper|ZooKeeper session expired; reconnected with a new session)"
                          r" after \d+ s: re-read the cluster")
@@ -63,56 +62,6 @@ def recovery(case: str, seconds: float, what: str) -> None:
 
 
 # --- servers ------------------------------------------------------------------------------------------------------
-
-
-class OwnZooKeeper:
-    """A standalone ZooKeeper for one test: stop() / start() keep its port and data dir; pause() / resume()."""
-
-    def __init__(self, base: Path):
-        self.dir = base / "zk"
-        for _ in range(5):  # a free port can be taken before ZooKeeper binds it
-            self.port = zkserver.free_port()
-            try:
-                zkserver.start(self.port, self.dir, timeout=60, detach=False, extra_config=SERVER_CONFIG)
-                break
-            except zkserver.ZkPortInUse:
-                continue
-        else:
-            raise RuntimeError("could not start a ZooKeeper for the fault test")
-        self.paused = False
-
-    @property
-    def connect(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        zkserver.stop(self.dir)
-
-    def start(self) -> None:
-        zkserver.start(self.port, self.dir, timeout=60, detach=False, extra_config=SERVER_CONFIG)
-
-    def pause(self) -> None:
-        zkserver.pause(self.dir)
-        self.paused = True
-
-    def resume(self) -> None:
-        zkserver.resume(self.dir)
-        self.paused = False
-        wait_until(lambda: zkserver.ruok(self.port), timeout=30, message="ZooKeeper to serve after SIGCONT")
-
-    def close(self) -> None:
-        if self.paused:
-            zkserver.resume(self.dir)
-        zkserver.stop(self.dir)
-
-
-@pytest.fixture
-def own_zk(tmp_path):
-    server = OwnZooKeeper(tmp_path)
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture

@@ -38,20 +38,18 @@ from streamlit.testing.v1 import AppTest
 from core import zkformat as zf
 from core.config import ClusterConfig
 from core.errors import ZooKeeperUnreachableError
-from core.sandbox import zkserver
 from core.sandbox.controller import ControllerEmulator
 from core.sandbox.seed import EMULATOR, SandboxSpec, decode_status, seed_cluster
 from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
 from dashboard import frame
 from tests.kafka_tree import write_broker, write_cluster, write_topic
+from tests.own_zk import SESSION_TIMEOUT, OwnZooKeeper, own_zk  # noqa: F401  (own_zk: a fixture)
 from tests.sandbox_helpers import wait_until
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.filterwarnings("ignore:No chroot path exists")]
 
 ROOT = Path(__file__).resolve().parents[1]
-SESSION_TIMEOUT = 4.0  # seconds: the server caps every session to this
-SERVER_CONFIG = {"tickTime": 500, "minSessionTimeout": 1000, "maxSessionTimeout": int(SESSION_TIMEOUT * 1000)}
 DOWN = {"short-restart": 3.0, "long-restart": SESSION_TIMEOUT + 2.0, "pause": SESSION_TIMEOUT + 2.0}
 CATCH_UP = 15.0  # "within seconds": the longest a change may take to show after ZooKeeper is back
 NOTE = re.compile(r"(reconnected to ZooKeeper|ZooKeeper session expired; reconnected with a new session)"
@@ -62,53 +60,18 @@ SANDBOX = SandboxSpec(brokers=3, racks=0, topics=2, seed=3)
 # --- a ZooKeeper of the test's own, to restart and pause -------------------------------------------------
 
 
-class OwnZooKeeper:
-    def __init__(self, base: Path):
-        self.dir = base / "zk"
-        for _ in range(5):  # a free port can be taken before ZooKeeper binds it
-            self.port = zkserver.free_port()
-            try:
-                self.proc = zkserver.start(self.port, self.dir, timeout=60, detach=False, extra_config=SERVER_CONFIG)
-                break
-            except zkserver.ZkPortInUse:
-                continue
-        else:
-            raise RuntimeError("could not start a ZooKeeper for the outage test")
-        self.paused = False
-
-    @property
-    def connect(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def outage(self, kind: str, during=lambda: None) -> None:
-        """Take ZooKeeper away for DOWN[kind] seconds, run `during()` meanwhile, return once it serves again."""
-        if kind == "pause":
-            zkserver.pause(self.dir)
-            self.paused = True
-            during()
-            time.sleep(DOWN[kind])
-            zkserver.resume(self.dir)
-            self.paused = False
-            wait_until(lambda: zkserver.ruok(self.port), timeout=30, message="ZooKeeper to serve after SIGCONT")
-        else:
-            zkserver.stop(self.dir)
-            during()
-            time.sleep(DOWN[kind])
-            self.proc = zkserver.start(self.port, self.dir, timeout=60, detach=False, extra_config=SERVER_CONFIG)
-
-    def close(self) -> None:
-        if self.paused:
-            zkserver.resume(self.dir)
-        zkserver.stop(self.dir)
-
-
-@pytest.fixture
-def own_zk(tmp_path):
-    server = OwnZooKeeper(tmp_path)
-    try:
-        yield server
-    finally:
-        server.close()
+def outage(server: OwnZooKeeper, kind: str, during=lambda: None) -> None:
+    """Take ZooKeeper away for DOWN[kind] seconds, run `during()` meanwhile, return once it serves again."""
+    if kind == "pause":
+        server.pause()
+        during()
+        time.sleep(DOWN[kind])
+        server.resume()
+    else:
+        server.stop()
+        during()
+        time.sleep(DOWN[kind])
+        server.start()
 
 
 def chroot(server: OwnZooKeeper, name: str) -> str:
@@ -258,7 +221,7 @@ def test_watchers_ride_through_a_zookeeper_outage(own_zk, tmp_path, kind):
         gate = GatedResync(conn.live) if kind == "short-restart" else None
         fragment = None if gate is not None else Fragment(conn)
 
-        own_zk.outage(kind, during=broker3.die)
+        outage(own_zk, kind, during=broker3.die)
 
         if gate is not None:  # the status says it re-reads, and writes wait for it
             assert gate.entered.wait(CATCH_UP), "the dashboard's live view did not start re-reading"
