@@ -16,14 +16,15 @@
     zk = "127.0.0.1:2181/keel-demo"
     description = "Sandbox cluster started by make run"
     # bootstrap = "broker1:9092,broker2:9092"   # Kafka's Admin API: partition sizes, cancel a reassignment
+    # command_config = "admin.properties"       # SASL / TLS to the brokers: the file Kafka's tools take
     # digest = "user:password"
     # tls = { ca = "ca.pem", cert = "client.pem", key = "client.key" }
     # connect_timeout = 5.0
 
 A cluster's digest credentials may instead come from the environment variable
 ``KEEL_ZK_DIGEST_<NAME>`` (the cluster name upper-cased, every non-alphanumeric character turned into
-``_``), which wins over the file so that secrets need not be written there. Relative TLS file paths are
-resolved against the directory of the config file.
+``_``), which wins over the file so that secrets need not be written there. Relative TLS and command_config
+paths are resolved against the directory of the config file.
 
 Pure apart from reading the one file: no kazoo, no streamlit. Bad config raises `ConfigError` naming the
 file and the key, so the console can show a message an SRE can act on. The gate every write goes through is
@@ -39,10 +40,13 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from core.access import AccessRules, AccessSettingError, AuthSettings, Role, parse_access, parse_auth
 from core.errors import PermissionDeniedError, TlsFileError, ValidationError
+
+if TYPE_CHECKING:
+    from core.kafka.client_config import KafkaClientSecurity
 
 __all__ = [
     "AccessRules",
@@ -72,7 +76,7 @@ DEFAULT_CONFIG = REPO_ROOT / "keel.toml"
 
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _KEEL_KEYS = {"role", "read_only"}
-_CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout", "bootstrap", "access"}
+_CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout", "bootstrap", "command_config", "access"}
 _TLS_KEYS = {"ca", "cert", "key", "key_password", "verify"}
 
 
@@ -109,6 +113,8 @@ class ClusterConfig:
     # Kafka's bootstrap servers "host:port,host:port" (core.kafka's Admin API: partition sizes from the brokers,
     # cancelling a running reassignment); None when Keel reaches only ZooKeeper.
     bootstrap: str | None = None
+    # command_config: Kafka's client properties file (SASL / TLS to the brokers), read when keel.toml is loaded.
+    kafka_security: KafkaClientSecurity | None = field(default=None, repr=False)
     access: AccessRules | None = None  # [clusters.<name>.access]: overrides [access] role by role
 
     @property
@@ -279,13 +285,29 @@ def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Pat
             raise ConfigError(source, f"{key}.bootstrap", e.message,
                               hint=f'Kafka\'s bootstrap servers, e.g. bootstrap = "{EXAMPLE}"') from None
 
+    security = None
+    command_config = body.get("command_config")
+    if command_config is not None:
+        from core.kafka.client_config import load_command_config
+
+        if not isinstance(command_config, str) or not command_config.strip():
+            raise ConfigError(source, f"{key}.command_config", "must be the path of a Kafka client properties file")
+        if bootstrap is None:
+            raise ConfigError(source, f"{key}.command_config", "is for the brokers' Admin API: give bootstrap too",
+                              hint='bootstrap = "broker1:9092,broker2:9092"')
+        try:
+            security = load_command_config(command_config, base_dir=base_dir, what="file")
+        except ValidationError as e:
+            raise ConfigError(source, f"{key}.command_config", e.message, hint=e.hint) from None
+
     try:
         access = parse_access(body.get("access"), f"{key}.access")
     except AccessSettingError as e:
         raise ConfigError(source, e.key, e.problem, hint=e.hint) from None
 
     return ClusterConfig(name=name, zk=zk, description=description.strip(), digest=digest, tls=tls,
-                         connect_timeout=float(timeout), bootstrap=bootstrap, access=access)
+                         connect_timeout=float(timeout), bootstrap=bootstrap, kafka_security=security,
+                         access=access)
 
 
 def _tls(source, key: str, raw: Any, base_dir: Path | None) -> TlsConfig | None:

@@ -50,8 +50,25 @@ def add_zk_options(p: argparse.ArgumentParser, required: bool = True) -> None:
 def add_bootstrap_option(p: argparse.ArgumentParser, help: str) -> None:
     g = p.add_argument_group("Kafka (Admin API)")
     g.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help=help)
+    g.add_argument("--command-config", metavar="FILE",
+                   help="Kafka client properties for the brokers (security.protocol, sasl.mechanism, "
+                        "sasl.jaas.config, ssl.truststore.*): the file Kafka's own tools take")
     g.add_argument("--kafka-timeout", type=float, default=10.0, metavar="S",
                    help="give up on a broker request after S seconds (default 10)")
+
+
+def kafka_security(args: argparse.Namespace):
+    """--command-config read and checked (core.kafka.client_config), or None for PLAINTEXT."""
+    path = getattr(args, "command_config", None)
+    if not path:
+        return None
+    from core.kafka.client_config import load_command_config
+
+    security = load_command_config(path)
+    if security.ignored:
+        print(f"note: {path}: Keel ignores {', '.join(security.ignored)} (client tuning Keel sets itself)",
+              file=sys.stderr)
+    return security
 
 
 @contextmanager
@@ -61,7 +78,7 @@ def kafka_admin(args: argparse.Namespace, needed_for: str):
         raise ValidationError(f"{needed_for} needs Kafka's Admin API: give --bootstrap-server HOST:PORT[,HOST:PORT]")
     from core.kafka.admin import KafkaAdmin
 
-    admin = KafkaAdmin(args.bootstrap_server, timeout=args.kafka_timeout)
+    admin = KafkaAdmin(args.bootstrap_server, timeout=args.kafka_timeout, security=kafka_security(args))
     try:
         yield admin
     finally:

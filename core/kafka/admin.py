@@ -17,7 +17,12 @@ keep its I/O thread).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import re
+import ssl
+import threading
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
@@ -27,6 +32,7 @@ from kafka.admin import KafkaAdminClient
 
 from core.errors import KeelError
 from core.kafka.bootstrap import parse_bootstrap
+from core.kafka.client_config import ClientConfigError, KafkaClientSecurity
 from core.kafka.logdirs import LogDir, LogDirs, Replica
 
 __all__ = ["DEFAULT_TIMEOUT", "CANCEL_SINCE", "KafkaAdmin", "Reassigning", "KafkaAdminError",
@@ -102,22 +108,74 @@ def _describe(error) -> str:
     return f"{cls.__name__}: {text}" if text else cls.__name__
 
 
-class KafkaAdmin:
-    """One Admin API client for the brokers of `bootstrap` ("host:port,host:port"). Close it (or use `with`)."""
+def _ssl_context(security: KafkaClientSecurity) -> ssl.SSLContext:
+    """The TLS settings of `security` as Kafka's clients apply them (system CAs unless a truststore is given)."""
+    where = security.source
+    try:
+        context = ssl.create_default_context(cafile=security.ca_file, cadata=security.ca_pem)
+    except (ssl.SSLError, ValueError, OSError) as e:
+        raise ClientConfigError(f"{where}: the truststore holds no PEM CA certificate Keel can read ({e})",
+                                hint="ssl.truststore.location names a file with -----BEGIN CERTIFICATE----- "
+                                     "blocks: the CAs that signed the brokers' certificates") from None
+    context.check_hostname = security.check_hostname
+    if security.cert_file:
+        try:
+            context.load_cert_chain(security.cert_file, password=security.key_password)
+        except (ssl.SSLError, ValueError, OSError) as e:
+            raise ClientConfigError(
+                f"{where}: ssl.keystore.location holds no private key and certificate Keel can use ({e})",
+                hint="one PEM file with the private key and its certificate chain; ssl.key.password must open "
+                     "the key when it is encrypted") from None
+    return context
 
-    def __init__(self, bootstrap: str | Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, client_id: str = "keel"):
+
+def _security_kwargs(security: KafkaClientSecurity | None) -> dict:
+    if security is None:
+        return {}
+    kw: dict = {"security_protocol": security.protocol}
+    if security.uses_sasl:
+        kw.update(sasl_mechanism=security.mechanism, sasl_plain_username=security.username,
+                  sasl_plain_password=security.password)
+    if security.uses_ssl:
+        kw["ssl_context"] = _ssl_context(security)
+    return kw
+
+
+_client_ids = itertools.count(1)
+
+
+class KafkaAdmin:
+    """One Admin API client for the brokers of `bootstrap` ("host:port,host:port"), connecting as `security`
+    says (Kafka's client properties, core.kafka.client_config; None: PLAINTEXT). Close it (or use `with`)."""
+
+    def __init__(self, bootstrap: str | Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
+                 security: KafkaClientSecurity | None = None, client_id: str | None = None):
         self.servers = parse_bootstrap(bootstrap) if isinstance(bootstrap, str) else \
             parse_bootstrap(",".join(bootstrap))
         self.bootstrap = ",".join(self.servers)
+        self.security = security
         self.timeout = float(timeout)
         if not self.timeout > 0:
             raise KafkaAdminError(f"the Kafka timeout must be positive, got {timeout!r}")
         ms = int(self.timeout * 1000)
         self._closed = False
+        # Numbered like Kafka's own "adminclient-N": the client's I/O thread carries the id, which is how the
+        # connection failures it logs are told apart from other clients' (_CAUSES).
+        self.client_id = client_id or f"keel-admin-{next(_client_ids)}"
+        options = _security_kwargs(security)
         with self._translate("connect"):
-            self._admin = _Client(bootstrap_servers=list(self.servers), client_id=client_id, request_timeout_ms=ms,
-                                  bootstrap_timeout_ms=ms, reconnect_backoff_max_ms=1000,
-                                  connections_max_idle_ms=max(ms * 3, 60_000))
+            self._admin = _Client(bootstrap_servers=list(self.servers), client_id=self.client_id,
+                                  request_timeout_ms=ms, bootstrap_timeout_ms=ms, reconnect_backoff_max_ms=1000,
+                                  connections_max_idle_ms=max(ms * 3, 60_000), **options)
+
+    @classmethod
+    def for_cluster(cls, cluster, *, timeout: float | None = None) -> "KafkaAdmin":
+        """The client for a keel.toml cluster (core.config.ClusterConfig with `bootstrap`)."""
+        if not cluster.bootstrap:
+            raise KafkaAdminError(f"cluster {cluster.name} has no bootstrap servers in keel.toml",
+                                  hint='add bootstrap = "host:port,..." (and command_config for SASL / TLS)')
+        return cls(cluster.bootstrap, security=cluster.kafka_security,
+                   timeout=timeout if timeout is not None else min(10.0, cluster.connect_timeout * 2))
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -141,12 +199,28 @@ class KafkaAdmin:
             yield
         except KeelError:
             raise
+        except (kerrors.SaslAuthenticationFailedError, kerrors.UnsupportedSaslMechanismError) as e:
+            raise KafkaAdminError(f"could not {what}: the brokers of {self.bootstrap} refused Keel's credentials "
+                                  f"({_describe(e)})", hint=_AUTH_HINT) from None
         except (kerrors.KafkaTimeoutError, kerrors.NodeNotReadyError, kerrors.KafkaConnectionError,
                 kerrors.RequestTimedOutError, TimeoutError, ConnectionError) as e:
+            cause = _CAUSES.last(self.client_id)
+            if cause is not None and _is_auth_failure(cause):
+                raise KafkaAdminError(f"could not {what}: the brokers of {self.bootstrap} refused Keel's "
+                                      f"credentials ({cause})", hint=_AUTH_HINT) from None
+            if cause is not None and _is_tls_failure(cause):
+                raise KafkaAdminError(
+                    f"could not {what}: no TLS connection to {self.bootstrap} ({cause})",
+                    hint="check security.protocol (SSL / SASL_SSL only where the listener speaks TLS), "
+                         "ssl.truststore.location (the CA that signed the brokers' certificates) and, where the "
+                         "brokers require client certificates, ssl.keystore.location") from None
+            seen = f"; last connection error: {cause}" if cause else ""
             raise KafkaUnreachableError(
                 f"could not {what}: no Kafka broker of {self.bootstrap} answered within {self.timeout:g} s "
-                f"({_name(e)})", hint="check the bootstrap servers (--bootstrap-server, or bootstrap in keel.toml) "
-                "and that the brokers' advertised listeners are reachable from here") from None
+                f"({_name(e)}{seen})", hint="check the bootstrap servers (--bootstrap-server, or bootstrap in "
+                "keel.toml), that the brokers' advertised listeners are reachable from here, and that "
+                "security.protocol matches the listener (--command-config, or command_config in keel.toml)") \
+                from None
         except (kerrors.IncompatibleBrokerVersion, kerrors.UnsupportedVersionError) as e:
             raise KafkaUnsupportedError(f"could not {what}: the brokers of {self.bootstrap} do not support it "
                                         f"({_describe(e)})") from None
@@ -240,12 +314,64 @@ class KafkaAdmin:
                 else "the controller did not answer for this partition" for k in keys}
 
 
-def connect(bootstrap: str | Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> KafkaAdmin:
-    return KafkaAdmin(bootstrap, timeout=timeout)
+def connect(bootstrap: str | Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
+            security: KafkaClientSecurity | None = None) -> KafkaAdmin:
+    return KafkaAdmin(bootstrap, timeout=timeout, security=security)
 
 
+# --- why a connection failed --------------------------------------------------------------------------------
+
+_AUTH_HINT = ("check the username and password in sasl.jaas.config and sasl.mechanism (--command-config, or "
+              "command_config in keel.toml), and that the user exists on the brokers (kafka-configs "
+              "--describe --entity-type users for SCRAM)")
+
+
+def _is_auth_failure(cause: str) -> bool:
+    return "SaslAuthenticationFailed" in cause or "Authentication failed" in cause or "UnsupportedSaslMechanism" in cause
+
+
+def _is_tls_failure(cause: str) -> bool:
+    return "Handshake failed" in cause or "SSL" in cause or "CERTIFICATE" in cause
+
+
+class _ConnectionCauses(logging.Handler):
+    """kafka-python reports a bootstrap timeout without its cause (bad password, untrusted certificate); the cause
+    is only logged, from the client's I/O thread (`kafka-io-<client id>`). Keep the last few per client."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self._lock = threading.Lock()
+        self._by_thread: dict[str, deque[str]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if not message.startswith(("Bootstrap connection to", "Connection failed")):
+            return
+        cause = message.split(" failed: ", 1)[-1].rsplit(" (backoff", 1)[0]
+        # "[Error 58] SaslAuthenticationFailedError: SaslAuthenticationFailedError: Authentication failed: ..."
+        cause = re.sub(r"^\[Error \d+\] (\w+): \1: ", r"\1: ", cause)
+        with self._lock:
+            if len(self._by_thread) > 256:  # clients that never failed to time out; forget the oldest
+                self._by_thread.pop(next(iter(self._by_thread)))
+            self._by_thread.setdefault(record.threadName, deque(maxlen=4)).append(cause)
+
+    def last(self, client_id: str) -> str | None:
+        """The most telling recent cause for this client: an authentication or TLS failure over a disconnect."""
+        with self._lock:
+            causes = list(self._by_thread.pop(f"kafka-io-{client_id}", ()))
+        for cause in reversed(causes):
+            if _is_auth_failure(cause) or _is_tls_failure(cause):
+                return cause
+        return causes[-1] if causes else None
+
+
+_CAUSES = _ConnectionCauses()
+_manager_log = logging.getLogger("kafka.net.manager")
+_manager_log.addHandler(_CAUSES)
 # kafka-python logs connection failures at ERROR/WARNING ("Unable to bootstrap", "Node ... not ready") before the
-# exception Keel translates; Keel reports it once, in its own words.
-# (Only when nobody configured the "kafka" logger.)
+# exception Keel translates; Keel reports it once, in its own words. (Only when nobody configured the "kafka"
+# logger; the connection manager still logs its warnings to _CAUSES alone.)
 if logging.getLogger("kafka").level == logging.NOTSET:
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    _manager_log.setLevel(logging.WARNING)
+    _manager_log.propagate = False

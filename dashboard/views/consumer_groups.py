@@ -35,7 +35,7 @@ def _load() -> None:
     from core.kafka.groups import consumer_groups
 
     try:
-        with KafkaAdmin(cluster.bootstrap, timeout=10.0) as admin:
+        with KafkaAdmin.for_cluster(cluster, timeout=10.0) as admin:
             st.session_state[CACHE] = (time.monotonic(), consumer_groups(admin), time.strftime("%H:%M:%S"))
     except KeelError as e:
         st.session_state[CACHE] = (time.monotonic(), e, time.strftime("%H:%M:%S"))

@@ -40,7 +40,7 @@ def _size(n: float) -> str:
 def _admin():
     from core.kafka.admin import KafkaAdmin
 
-    return KafkaAdmin(cluster.bootstrap, timeout=min(10.0, cluster.connect_timeout * 2))
+    return KafkaAdmin.for_cluster(cluster)
 
 
 def _read_brokers() -> None:
