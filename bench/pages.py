@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,11 +34,10 @@ from core.sandbox.controller import ControllerEmulator
 from core.sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.session import ZkSession
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ helpers
+from tests.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync")
 TOPICS_PER_PARTITION = 19.2  # the seeder's catalogue gives about this many partitions per topic
 TARGET = {"demo": 1.5, "large": 3.0}
 
@@ -98,57 +95,12 @@ def cluster(zk: str, chroot: str, spec: SandboxSpec):
             root.delete_tree(chroot)
 
 
-@contextlib.contextmanager
 def serve(config: Path, workdir: Path):
-    port = zkserver.free_port()
-    env = {**os.environ, "KEEL_CONFIG": str(config), "KEEL_STORE": str(workdir / "keel.sqlite"),
-           "PYTHONUNBUFFERED": "1"}
-    log = open(workdir / "streamlit.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/streamlit_app.py",
-                             "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless",
-                             "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"streamlit exited:\n{(workdir / 'streamlit.log').read_text()[-3000:]}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            if time.monotonic() > deadline:
-                raise SystemExit("streamlit did not come up")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+    return serve_dashboard(config, workdir)
 
 
-@contextlib.contextmanager
 def browser(width: int, height: int):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (*CHROMIUM_FLAGS, f"--window-size={width},{height}"):
-        options.add_argument(flag)
-    profile = tempfile.mkdtemp(prefix="keel-bench-chromium-")
-    options.add_argument(f"--user-data-dir={profile}")
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+    return chromium(width, height)
 
 
 def wait_for(driver, js: str, timeout: float) -> float:

@@ -7,21 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import subprocess
-import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 import pytest
 
-from core.sandbox import zkserver
+from tests.browser import HOST, DashboardDidNotStart, serve_dashboard
 
 ROOT = Path(__file__).resolve().parents[1]
-HOST = "127.0.0.1"
 IDENTITY_HEADERS = ("x-forwarded-user", "x-forwarded-email", "x-forwarded-groups", "x-keel-proxy-secret")
 
 
@@ -31,40 +25,11 @@ def serve_app(tmp_path: Path, config_text: str, *, port: int | None = None, args
     """`streamlit run` the router on `port` (free if None) with this keel.toml; yields its URL."""
     config = tmp_path / "keel.toml"
     config.write_text(config_text)
-    port = port or zkserver.free_port()
-    full_env = {**os.environ, "KEEL_CONFIG": str(config), "KEEL_STORE": str(tmp_path / "keel.sqlite"),
-                "PYTHONUNBUFFERED": "1", **(env or {})}
-    full_env.pop("KEEL_ACTOR", None)
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "dashboard/streamlit_app.py", "--server.address", HOST,
-         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false", *args],
-        cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://{HOST}:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode}:\n{(tmp_path / 'streamlit.log').read_text()}")
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not come up:\n{(tmp_path / 'streamlit.log').read_text()}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+        with serve_dashboard(config, tmp_path, port=port, args=args, env=env, drop_env=("KEEL_ACTOR",)) as url:
+            yield url
+    except DashboardDidNotStart as e:
+        pytest.fail(str(e))
 
 
 @contextlib.contextmanager

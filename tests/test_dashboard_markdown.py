@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import re
-import shutil
-import tempfile
 import threading
 import time
 
@@ -304,22 +301,12 @@ def test_charts_escape_names_for_plotly():
 @pytest.fixture
 def chromium():
     """Headless Chromium as tests/test_e2e_chromium.py drives it."""
-    if e2e is None or not (os.path.exists(e2e.CHROMIUM) and os.path.exists(e2e.CHROMEDRIVER)):
+    from tests.browser import chromium as start_chromium, have_chromium
+
+    if e2e is None or not have_chromium():
         pytest.skip("selenium, Debian chromium and chromedriver are needed")
-    options = e2e.webdriver.ChromeOptions()
-    options.binary_location = e2e.CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--window-size=1500,1900"):
-        options.add_argument(arg)
-    profile = tempfile.mkdtemp(prefix="keel-chromium-")
-    options.add_argument(f"--user-data-dir={profile}")
-    driver = e2e.webdriver.Chrome(service=e2e.Service(executable_path=e2e.CHROMEDRIVER), options=options)
-    try:
+    with start_chromium(1500, 1900) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def test_chromium_fetches_nothing_a_cluster_wrote(cluster, leak_server, zk_connect, tmp_path, chromium):

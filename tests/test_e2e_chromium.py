@@ -12,27 +12,19 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from core.sandbox import zkserver
 from core.sandbox.seed import SandboxSpec
+from tests.browser import CHROMEDRIVER, CHROMIUM, DashboardDidNotStart, chromium, serve_dashboard  # noqa: F401
 from tests.sandbox_helpers import running_sandbox
 
 selenium = pytest.importorskip("selenium")
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 SPEC = SandboxSpec(brokers=5, racks=3, topics=6, seed=3)
 BROKER_TABLE = 'table[aria-label="Brokers of the cluster"]'
 
@@ -56,40 +48,11 @@ def serve(config_text: str, tmp_path: Path):
     """`streamlit run` the app on a free port with this Keel config; yields its URL, stops it afterwards."""
     config = tmp_path / "keel.toml"
     config.write_text(config_text)
-    port = zkserver.free_port()
-    env = {**os.environ, "KEEL_CONFIG": str(config), "KEEL_STORE": str(tmp_path / "keel.sqlite"),
-           "PYTHONUNBUFFERED": "1"}
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "dashboard/streamlit_app.py",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode}:\n{(tmp_path / 'streamlit.log').read_text()}")
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not come up:\n{(tmp_path / 'streamlit.log').read_text()}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+        with serve_dashboard(config, tmp_path) as url:
+            yield url
+    except DashboardDidNotStart as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture
@@ -109,20 +72,8 @@ def operator_url(sandbox, zk_connect, tmp_path):
 
 @pytest.fixture
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--window-size=1500,1900"):
-        options.add_argument(arg)
-    profile = tempfile.mkdtemp(prefix="keel-chromium-")
-    options.add_argument(f"--user-data-dir={profile}")
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
+    with chromium(1500, 1900) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 # --- helpers ------------------------------------------------------------------------------------
