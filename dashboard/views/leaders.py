@@ -21,14 +21,14 @@ import streamlit as st
 from core import elections, health
 from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot
-from core.plans import format_election
+from core.plans import MAX_PLAN_BYTES, format_election, parse_election
 from core.zk import election
 from dashboard import actions, charts, frame, ui
 from dashboard.text import md
 
 RESULT = "ld_result"
 LAST = "ld_last_election"
-SCOPES = ("All partitions", "One topic", "One broker", "Chosen partitions")
+SCOPES = ("All partitions", "One topic", "One broker", "Chosen partitions", "From a file")
 MAX_CHOICES = 2000  # partitions offered in the multiselect; narrow with a topic or broker scope beyond that
 CANDIDATE_COLUMNS = ["Topic", "Partition", "Leader", "Preferred", "Eligible", "Reason"]
 
@@ -128,6 +128,8 @@ def scope_picker(snap: ClusterSnapshot, cands: list[elections.Candidate]) -> dic
                        f"{load.preferred_not_leading:,} are not led by it "
                        f"({(load.imbalance_ratio or 0) * 100:.0f}%).")
         return {"broker": int(broker)}
+    if kind == SCOPES[4]:
+        return file_scope()
     options = [tp(c.key) for c in cands]
     if len(options) > MAX_CHOICES:
         st.caption(f"Offering the first {MAX_CHOICES:,} of {len(options):,} partitions off their preferred leader; "
@@ -136,6 +138,26 @@ def scope_picker(snap: ClusterSnapshot, cands: list[elections.Candidate]) -> dic
     chosen = st.multiselect("Partitions (off their preferred leader)", options, key="ld_partitions",
                             placeholder="topic-partition…")
     return {"partitions": [parse_tp(x) for x in chosen]} if chosen else None
+
+
+def file_scope() -> dict | None:
+    """Kafka's election document (kafka-leader-election --path-to-json-file), read as the CLI reads it."""
+    up = st.file_uploader("Election JSON", type=["json", "txt"], key="ld_file",
+                          help='{"partitions": [{"topic": "orders", "partition": 0}, ...]}: what '
+                               "kafka-leader-election.sh --path-to-json-file takes, and what this page downloads")
+    if up is None:
+        st.caption("Upload the partitions to elect; the preview below shows which the controller would move.")
+        return None
+    if up.size > MAX_PLAN_BYTES:
+        st.error(f"{md(up.name)} is {up.size:,} bytes: more than the {MAX_PLAN_BYTES >> 20} MiB an election of "
+                 "every partition of a large cluster needs. Is it the right file?", icon=":material/error:")
+        return None
+    try:
+        partitions = parse_election(up.getvalue())
+    except KeelError as e:
+        actions.show_error(e)
+        return None
+    return {"partitions": list(partitions)}
 
 
 def last_election(snap: ClusterSnapshot) -> None:
