@@ -98,6 +98,16 @@ class InvalidConfigurationError(ValidationError):
     pass
 
 
+class NumberFormatError(ValidationError):
+    """Text typed where a number belongs that is not one (or is outside the field's own bounds); `field` names
+    the field and `text` is what was typed (core.numbers)."""
+
+    def __init__(self, message: str, field: str, text: str | None, *, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.field = field
+        self.text = text
+
+
 class PlanError(ValidationError):
     """A reassignment / election / topics-to-move document that Kafka's tools would refuse."""
 

@@ -222,6 +222,7 @@ def page_of(df: pd.DataFrame, key: str, *, sizes=(50, 100, 500), default: int = 
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
     size = c2.selectbox("Rows per page", sizes, index=default, key=f"{key}_size")
     pages = max(1, -(-len(df) // size))
+    # a number input on purpose (see dashboard.ui): it picks rows to show, bounded, and the caption says which
     page = c3.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, step=1, key=f"{key}_page")
     page = min(int(page), pages)
     start = (page - 1) * size

@@ -12,7 +12,7 @@ from core.capacity import advise_partitions, rack_skew, typical_replication_fact
 from core.errors import KeelError
 from core.model import ClusterSnapshot
 from core.zk.live import Connection
-from dashboard import migration
+from dashboard import migration, ui
 from dashboard.text import md, md_text, plotly
 
 KRAFT_STATUS = "KRaft (left ZooKeeper)"
@@ -24,15 +24,21 @@ KRAFT_STATUS = "KRaft (left ZooKeeper)"
 def partition_advice(key: str, *, brokers: int | None, replication_factor: int | None = None,
                      current: int | None = None, expanded: bool = False) -> None:
     """An expander: target / producer / consumer throughput in, the advised partition count and its trade-offs out.
-    Inputs are not bounded by the widgets: the engine says what is wrong with them."""
+    Inputs are text fields read by dashboard.ui.float_field, unbounded: the engine says what is wrong with them."""
     with st.expander("How many partitions? (from throughput)", expanded=expanded, icon=":material/calculate:"):
         c = st.columns(3)
-        tt = c[0].number_input("Target MB/s", value=100.0, step=10.0, key=f"{key}_adv_target",
-                               help="The throughput the topic must carry (Tt)")
-        tp = c[1].number_input("Producer MB/s per partition", value=10.0, step=1.0, key=f"{key}_adv_producer",
-                               help="Measured on a topic of one partition (kafka-producer-perf-test): Tp")
-        tc = c[2].number_input("Consumer MB/s per partition", value=20.0, step=1.0, key=f"{key}_adv_consumer",
-                               help="Measured on a topic of one partition (kafka-consumer-perf-test): Tc")
+        below = st.container()
+        fields = (ui.float_field("Target MB/s", 100.0, key=f"{key}_adv_target", container=c[0], errors=below,
+                                 help="The throughput the topic must carry (Tt)"),
+                  ui.float_field("Producer MB/s per partition", 10.0, key=f"{key}_adv_producer", container=c[1],
+                                 errors=below,
+                                 help="Measured on a topic of one partition (kafka-producer-perf-test): Tp"),
+                  ui.float_field("Consumer MB/s per partition", 20.0, key=f"{key}_adv_consumer", container=c[2],
+                                 errors=below,
+                                 help="Measured on a topic of one partition (kafka-consumer-perf-test): Tc"))
+        if ui.invalid(*fields):
+            return
+        tt, tp, tc = (f.value for f in fields)
         try:
             a = advise_partitions(tt, tp, tc, brokers=brokers or None, replication_factor=replication_factor,
                                   current=current)

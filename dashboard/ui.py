@@ -7,13 +7,26 @@ a narrow window (900 px with the sidebar open leaves ~550 px) moves metrics to t
 
 Links: every view's state that matters is in its URL (widgets bound to query parameters: `?topic=`, `?broker=`,
 `?goal=` ...), so a link is a page plus query parameters; st.page_link keeps the session (no reload).
+
+Number fields: int_field / float_field are text inputs read by core.numbers, never st.number_input. A browser number
+input holds a JavaScript double: it silently drops a whole number above 2**53 - 1 and silently keeps the previous
+value for one outside its min / max (so would text_input's `validate` and `required`, which hold back text the
+browser refuses, and `max_chars`, which cuts it: none is used). Here what was typed reaches the server as typed:
+the exact value, or an error under the field (the field's `errors` container) and no value, so the page offers no
+write.
+Only the "Page (of N)" pickers of long tables stay number inputs: they choose which rows of a read-only table show,
+bounded by the page count, the caption says which rows are on screen, and nothing is written from them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import streamlit as st
+
+from core.errors import NumberFormatError
+from core.numbers import format_number, parse_float, parse_int
 
 OVERVIEW = "views/overview.py"
 TOPICS = "views/topics.py"
@@ -70,3 +83,63 @@ def selected_row(event, df) -> dict | None:
     if not rows or rows[0] >= len(df):
         return None
     return df.iloc[rows[0]].to_dict()
+
+
+# --- number fields ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NumberField:
+    """What a number field holds: `value` (None when blank and optional, or invalid) or `error`."""
+
+    value: int | float | None
+    error: NumberFormatError | None = None
+    disabled: bool = False
+
+    @property
+    def invalid(self) -> bool:
+        """The field blocks the page's write: its text is not a number it accepts (a disabled field never does)."""
+        return self.error is not None and not self.disabled
+
+
+def invalid(*fields: NumberField) -> bool:
+    return any(f.invalid for f in fields)
+
+
+def _number_field(parse: Callable, label: str, default: int | float | None, key: str, *, container: Any,
+                  errors: Any, name: str | None, minimum, maximum, optional: bool, help: str | None,
+                  placeholder: str | None, disabled: bool, width: Any) -> NumberField:
+    from dashboard.text import md_text
+
+    text = (container or st).text_input(label, value=format_number(default), key=key, help=help,
+                                        placeholder=placeholder, disabled=disabled, width=width)
+    try:
+        value = parse(text, name or label, minimum=minimum, maximum=maximum, optional=optional)
+    except NumberFormatError as e:
+        if not disabled:
+            (errors or container or st).error(md_text(e), icon=":material/error:")
+        return NumberField(None, e, disabled)
+    return NumberField(value, None, disabled)
+
+
+def int_field(label: str, default: int | None, *, key: str, container: Any = None, errors: Any = None,
+              name: str | None = None, min: int | None = None, max: int | None = None, optional: bool = False,
+              help: str | None = None, placeholder: str | None = None, disabled: bool = False,
+              width: Any = "stretch") -> NumberField:
+    """A whole-number field: `.value` is exactly the int typed (None when blank and `optional`). Otherwise
+    `.error` and the message under the field (in `errors`, else in `container`). `name` is the field in the message
+    (default: the label). Give `min` / `max` only where the engine has no bound of its own: a value it bounds is
+    passed on as typed, so the page shows the engine's message (the CLI's)."""
+    return _number_field(parse_int, label, default, key, container=container, errors=errors, name=name,
+                         minimum=min, maximum=max, optional=optional, help=help, placeholder=placeholder,
+                         disabled=disabled, width=width)
+
+
+def float_field(label: str, default: float | None, *, key: str, container: Any = None, errors: Any = None,
+                name: str | None = None, min: float | None = None, max: float | None = None, optional: bool = False,
+                help: str | None = None, placeholder: str | None = None, disabled: bool = False,
+                width: Any = "stretch") -> NumberField:
+    """As int_field, for a finite decimal number (12.5, 1e3)."""
+    return _number_field(parse_float, label, default, key, container=container, errors=errors, name=name,
+                         minimum=min, maximum=max, optional=optional, help=help, placeholder=placeholder,
+                         disabled=disabled, width=width)

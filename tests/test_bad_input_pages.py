@@ -16,10 +16,13 @@ acts on it), and asserts:
 - nothing was written: a byte-for-byte dump of the chroot (tests/kafka_tree.dump_tree) before and after is equal,
   and the action history (the store) is empty.
 
-Pages: Create topic, the Topics page's Add partitions and config editor, Reassign's "Import a plan" and its
-partition sizes, and keel.toml (the router shows the configuration error on every page). The Leaders page has no
-JSON input (its scopes are pickers over the live cluster), so it has no case here. Input files are those of the CLI
-corpus (tests/data/bad/).
+Pages: Create topic, the Topics page's Add partitions and config editor, Reassign's "Import a plan", its partition
+sizes and its number fields (replication factor, seed, max moves, waves, throttle), and keel.toml (the router shows
+the configuration error on every page). Numbers are typed as text (the fields are text inputs read exactly by
+core.numbers): what is not a number is refused by the field, a number the engine bounds reaches it as typed (10**20
+partitions is refused with the engine's own message, not truncated to a JavaScript double or dropped). The Leaders
+page has no JSON input (its scopes are pickers over the live cluster), so it has no case here. Input files are those
+of the CLI corpus (tests/data/bad/).
 """
 
 from __future__ import annotations
@@ -34,12 +37,13 @@ from streamlit.testing.v1 import AppTest
 
 from core import zkformat as zf
 from core.sandbox.zkserver import free_port
+from core.topics import draft_create_topic
 from core.zk.session import ZkSession
 from dashboard.reassign import plan_view as rs
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 from tests.test_bad_input_corpus import big_log_dirs, big_reassignment
-from tests.test_dashboard_actions import by_prefix, set_config_rows, store  # noqa: F401  (store: fixture)
-from tests.test_dashboard_apptest import app, fresh_connections, texts, write_config  # noqa: F401  (autouse)
+from tests.test_dashboard_actions import by_prefix, set_config_rows, store, written_assignment  # noqa: F401
+from tests.test_dashboard_apptest import app, fresh_connections, live_connection, texts, write_config  # noqa: F401
 
 DATA = Path(__file__).resolve().parent / "data" / "bad"
 CREATE, TOPICS, REASSIGN = "views/create_topic.py", "views/topics.py", "reassign/page.py"
@@ -56,8 +60,11 @@ def bad(name: str) -> bytes:
 Act = Callable[[AppTest], None]
 
 
-def create(name: str = "t", *, partitions: int | None = None, rf: int | None = None, fixed: int | None = None,
-           rows: list[dict] | None = None, assignment: str | None = None) -> Act:
+Number = int | str  # what is typed into a number field: an int is typed as its digits
+
+
+def create(name: str = "t", *, partitions: Number | None = None, rf: Number | None = None,
+           fixed: Number | None = None, rows: list[dict] | None = None, assignment: str | None = None) -> Act:
     """Create topic: the name, then Kafka's placement (partitions, RF, start index) or an explicit assignment."""
     def act(at: AppTest) -> None:
         at.text_input(key="ct_name").input(name)
@@ -66,18 +73,38 @@ def create(name: str = "t", *, partitions: int | None = None, rf: int | None = N
             at.text_area(key="ct_assignment").input(assignment)
         for key, value in (("ct_partitions", partitions), ("ct_rf", rf), ("ct_fixed", fixed)):
             if value is not None:
-                at.number_input(key=key).set_value(value)
+                at.text_input(key=key).input(str(value))
         if rows:
             set_config_rows(at, "ct_config", rows)
         at.run()
     return act
 
 
-def grow(total: int, topic: str = "orders", now: int = 2) -> Act:
+def grow(total: Number, topic: str = "orders", now: int = 2) -> Act:
     """Topics -> the topic -> Add partitions: the new total."""
     def act(at: AppTest) -> None:
         at.selectbox(key="topic").select(topic).run()
-        at.number_input(key=f"ap_total::{topic}::{now}").set_value(total).run()
+        at.text_input(key=f"ap_total::{topic}::{now}").input(str(total)).run()
+    return act
+
+
+def option(key: str, text: str) -> Act:
+    """Reassign (the default goal: rebalance every topic, whose plan offers Execute) -> a number field of the
+    options row typed over."""
+    def act(at: AppTest) -> None:
+        assert write_button(at, "ra_execute") is not None, "the default plan alone offers no Execute"
+        at.text_input(key=key).input(text).run()
+    return act
+
+
+def new_rf(text: str) -> Act:
+    """Reassign -> Change replication factor of `orders`: 2 offers Execute, then `text` is typed instead."""
+    def act(at: AppTest) -> None:
+        at.radio(key="goal").set_value(rs.GOAL_RF).run()
+        at.multiselect(key="ra_rf_topics").set_value(["orders"])
+        at.text_input(key="ra_rf").input("2").run()
+        assert write_button(at, "ra_execute") is not None, "RF 2 offers no Execute"
+        at.text_input(key="ra_rf").input(text).run()
     return act
 
 
@@ -197,13 +224,25 @@ CASES: list[PageCase] = [
              "ct_create"),
     PageCase("create-partitions-10-million", CREATE, create(partitions=10_000_000),
              "10,000,000 partitions is more than Keel writes in one request (at most 20,000)", "ct_create"),
-    # DEFECT (reported to the lead): a number above 2**53 - 1 (JavaScript's MAX_SAFE_INTEGER, the implicit max of
-    # st.number_input) is refused by Streamlit's widget itself and the previous value (6) silently kept: the page
-    # shows no error and previews (and would create) 6 partitions, which create_topic.py's docstring says it avoids.
+    # Fixed (was a strict xfail): st.number_input silently kept the previous value (6) for a number above 2**53 - 1
+    # (JavaScript's MAX_SAFE_INTEGER); the text field passes it to the engine as typed.
     PageCase("create-partitions-10-to-the-20", CREATE, create(partitions=10 ** 20),
-             "The partitions must be at most 2147483647", "ct_create",
-             xfail="st.number_input silently keeps the previous value for 10**20 (> 2**53 - 1): no error, the "
-                   "preview and Create use the previous 6 partitions"),
+             "The partitions must be at most 2147483647", "ct_create"),
+    PageCase("create-partitions-2-to-the-53-plus-1", CREATE, create(partitions=2 ** 53 + 1),
+             "The partitions must be at most 2147483647", "ct_create"),
+    PageCase("create-partitions-not-a-number", CREATE, create(partitions="six"),
+             "Partitions must be a whole number, not 'six' (digits only, e.g. 12 or 20,000; ',' or '_' may group "
+             "thousands)", "ct_create"),
+    PageCase("create-partitions-decimal", CREATE, create(partitions="6.5"),
+             "Partitions must be a whole number, not '6.5'", "ct_create"),
+    PageCase("create-partitions-decimal-comma", CREATE, create(partitions="1,5"),
+             "Partitions must be a whole number, not '1,5'", "ct_create"),
+    PageCase("create-partitions-blank", CREATE, create(partitions="  "), "Partitions is empty: enter a whole number",
+             "ct_create"),
+    PageCase("create-partitions-other-digits", CREATE, create(partitions="١٢"),
+             "Partitions must be a whole number, not '١٢'", "ct_create"),
+    PageCase("create-partitions-1000-characters", CREATE, create(partitions="9" * 1000),
+             "Partitions must be a whole number, not 1,000 characters of text", "ct_create"),
     PageCase("create-rf-zero", CREATE, create(rf=0), "The replication factor must be between 1 and 32767 inclusive",
              "ct_create"),
     PageCase("create-rf-negative", CREATE, create(rf=-1),
@@ -212,6 +251,16 @@ CASES: list[PageCase] = [
              "brokers: 3.", "ct_create"),
     PageCase("create-fixed-start-negative", CREATE, create(fixed=-5),
              "The fixed start index must be -1 (random) or at least 0, not -5", "ct_create"),
+    PageCase("create-rf-10-to-the-20", CREATE, create(rf=10 ** 20),
+             "The replication factor must be between 1 and 32767 inclusive", "ct_create"),
+    PageCase("create-rf-not-a-number", CREATE, create(rf="three"),
+             "Replication factor must be a whole number, not 'three'", "ct_create"),
+    PageCase("create-rf-blank", CREATE, create(rf=""), "Replication factor is empty: enter a whole number",
+             "ct_create"),
+    PageCase("create-fixed-start-not-a-number", CREATE, create(fixed="random"),
+             "Fixed start index must be a whole number, not 'random'", "ct_create"),
+    PageCase("create-fixed-start-blank", CREATE, create(fixed=""), "Fixed start index is empty: enter a whole number",
+             "ct_create"),
     # --- Create topic: configs
     PageCase("create-config-unknown-key", CREATE, create(rows=[{"Key": "foo.bar", "Value": "1"}]),
              "Unknown topic config name: foo.bar", "ct_create"),
@@ -244,11 +293,19 @@ CASES: list[PageCase] = [
     PageCase("grow-zero", TOPICS, grow(0), "which is higher than the requested 0.", "ap_apply"),
     PageCase("grow-negative", TOPICS, grow(-3), "which is higher than the requested -3.", "ap_apply"),
     PageCase("grow-10-million", TOPICS, grow(10_000_000), "more than Keel writes in one request", "ap_apply"),
-    # DEFECT (reported to the lead): as create-partitions-10-to-the-20, on Add partitions: 10**20 is dropped by the
-    # widget, the page offers "Add 1 partition(s) to orders (2 → 3)" with no error.
-    PageCase("grow-10-to-the-20", TOPICS, grow(10 ** 20), "The partitions must be at most 2147483647", "ap_apply",
-             xfail="st.number_input silently keeps the previous total (3) for 10**20: no error, the page offers to "
-                   "add 1 partition"),
+    # Fixed (was a strict xfail): the widget dropped 10**20 and offered "Add 1 partition(s) to orders (2 → 3)".
+    PageCase("grow-10-to-the-20", TOPICS, grow(10 ** 20), "The partitions must be at most 2147483647", "ap_apply"),
+    PageCase("grow-2-to-the-53-plus-1", TOPICS, grow(2 ** 53 + 1), "The partitions must be at most 2147483647",
+             "ap_apply"),
+    # exactly what was typed reaches the engine (a JavaScript double would say -9007199254740992)
+    PageCase("grow-minus-2-to-the-53-minus-1", TOPICS, grow(-(2 ** 53 + 1)),
+             "Topic currently has 2 partitions, which is higher than the requested -9007199254740993.", "ap_apply"),
+    PageCase("grow-not-a-number", TOPICS, grow("five"),
+             "The new total number of partitions must be a whole number, not 'five'", "ap_apply"),
+    PageCase("grow-decimal", TOPICS, grow("3.5"),
+             "The new total number of partitions must be a whole number, not '3.5'", "ap_apply"),
+    PageCase("grow-blank", TOPICS, grow(""), "The new total number of partitions is empty: enter a whole number",
+             "ap_apply"),
     PageCase("grow-above-int-max", TOPICS, grow(2 ** 31), "The partitions must be at most 2147483647", "ap_apply"),
     PageCase("grow-while-reassigning", TOPICS, grow(4),
              "A partition reassignment is in progress for the topic 'orders'.", "ap_apply", setup=reassigning),
@@ -316,6 +373,48 @@ CASES: list[PageCase] = [
              '"size" must be a non-negative integer', "ra_execute"),
     PageCase("sizes-no-brokers", REASSIGN, sizes_file(bad("log-dirs-no-brokers.json")), '"brokers"', "ra_execute"),
     PageCase("sizes-50MB", REASSIGN, big_sizes, '"partition" must look like "<topic>-<number>"', "ra_execute"),
+    # --- Reassign: the number fields (seed and throttle bounded by the page; the others by the engine)
+    PageCase("options-seed-not-a-number", REASSIGN, option("ra_seed", "abc"),
+             "Seed must be a whole number of 0 or more, not 'abc'", "ra_execute"),
+    PageCase("options-seed-negative", REASSIGN, option("ra_seed", "-1"),
+             "Seed must be a whole number of 0 or more, not -1", "ra_execute"),
+    PageCase("options-seed-blank", REASSIGN, option("ra_seed", ""),
+             "Seed is empty: enter a whole number of 0 or more", "ra_execute"),
+    PageCase("options-max-moves-not-a-number", REASSIGN, option("ra_max_moves", "ten"),
+             "Max moves must be a whole number, not 'ten'", "ra_execute"),
+    PageCase("options-max-moves-negative", REASSIGN, option("ra_max_moves", "-1"),
+             "the move budget must be 0 or more, got -1", "ra_execute"),
+    PageCase("options-wave-k-decimal", REASSIGN, option("ra_wave_k", "1.5"),
+             "Wave K must be a whole number, not '1.5'", "ra_execute"),
+    PageCase("options-wave-k-zero", REASSIGN, option("ra_wave_k", "0"),
+             "wave limits must be at least 1 partition and 1 replica move per broker", "ra_execute"),
+    PageCase("options-wave-l-negative", REASSIGN, option("ra_wave_l", "-2"),
+             "wave limits must be at least 1 partition and 1 replica move per broker", "ra_execute"),
+    PageCase("options-wave-l-not-a-number", REASSIGN, option("ra_wave_l", "two"),
+             "Wave L must be a whole number, not 'two'", "ra_execute"),
+    PageCase("options-throttle-not-a-number", REASSIGN, option("ra_throttle", "fast"),
+             "Throttle (MB/s) must be a number between 0.001 and 9,223,372,036,854, not 'fast'", "ra_execute"),
+    PageCase("options-throttle-zero", REASSIGN, option("ra_throttle", "0"),
+             "Throttle (MB/s) must be a number between 0.001 and 9,223,372,036,854, not 0", "ra_execute"),
+    PageCase("options-throttle-negative", REASSIGN, option("ra_throttle", "-5"),
+             "Throttle (MB/s) must be a number between 0.001 and 9,223,372,036,854, not -5", "ra_execute"),
+    PageCase("options-throttle-blank", REASSIGN, option("ra_throttle", ""),
+             "Throttle (MB/s) is empty: enter a number between 0.001 and 9,223,372,036,854", "ra_execute"),
+    PageCase("options-throttle-above-a-long", REASSIGN, option("ra_throttle", "1e20"),
+             "Throttle (MB/s) must be a number between 0.001 and 9,223,372,036,854, not 1e+20", "ra_execute"),
+    PageCase("options-throttle-nan", REASSIGN, option("ra_throttle", "nan"),
+             "Throttle (MB/s) must be a number between 0.001 and 9,223,372,036,854, not 'nan'", "ra_execute"),
+    PageCase("options-throttle-decimal-comma", REASSIGN, option("ra_throttle", "12,5"),
+             "',' separates thousands here: use '.' for decimals", "ra_execute"),
+    PageCase("rf-not-a-number", REASSIGN, new_rf("two"), "Replication factor must be a whole number, not 'two'",
+             "ra_execute"),
+    PageCase("rf-blank", REASSIGN, new_rf(""), "Replication factor is empty: enter a whole number", "ra_execute"),
+    PageCase("rf-zero", REASSIGN, new_rf("0"), "Replication factor must be larger than 0.", "ra_execute"),
+    PageCase("rf-negative", REASSIGN, new_rf("-1"), "Replication factor must be larger than 0.", "ra_execute"),
+    PageCase("rf-2-to-the-53-plus-1", REASSIGN, new_rf(str(2 ** 53 + 1)),
+             "Replication factor: 9007199254740993 larger than available brokers: 3.", "ra_execute"),
+    PageCase("rf-10-to-the-20", REASSIGN, new_rf(str(10 ** 20)),
+             "Replication factor: 100000000000000000000 larger than available brokers: 3.", "ra_execute"),
     # --- keel.toml: the router shows the configuration error on every page
     toml_case("toml-bad-role", '[keel]\nrole = "superuser"\n\n[clusters.demo]\nzk = "{zk}"\n',
               'keel.role: must be "viewer", "operator" or "admin", got \'superuser\''),
@@ -414,3 +513,54 @@ def test_bad_page_input(c: PageCase, tree: ZkSession, zk_connect, tmp_path, monk
 
     assert dump_tree(tree) == before, "the ZooKeeper tree changed"
     assert store.actions() == [], store.actions()
+
+
+# --- the happy path: what is typed is what is written ------------------------------------------------------------
+
+
+def test_typed_numbers_reach_the_writes_exactly(tree: ZkSession, zk_connect, tmp_path, monkeypatch, store):
+    """Spaces and thousands separators are read; the topic created, the total grown to and the throttle written are
+    exactly the numbers typed. A garbled throttle while throttling is off blocks nothing (the field is disabled)."""
+    write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
+    at = app().run()
+    at.switch_page(CREATE).run()
+    at.text_input(key="ct_name").input("typed")
+    at.text_input(key="ct_partitions").input(" 1,200 ")
+    at.text_input(key="ct_rf").input("+2")
+    at.text_input(key="ct_fixed").input("0").run()
+    assert not at.exception and not at.error, texts(at.error)
+    expected = draft_create_topic(live_connection("demo").snapshot(), "typed", 1200, 2, fixed_start_index=0)
+    tick_confirmations(at)
+    at.button(key="ct_create").click().run()
+    assert not at.error, texts(at.error)
+    assert written_assignment(tree, "typed") == expected.assignment and len(expected.assignment) == 1200
+
+    at.switch_page(TOPICS).run()
+    at.selectbox(key="topic").select("orders").run()
+    at.text_input(key="ap_total::orders::2").input("2_000").run()
+    assert not at.error, texts(at.error)
+    tick_confirmations(at)
+    at.button(key="ap_apply").click().run()
+    assert not at.error, texts(at.error)
+    assert sorted(written_assignment(tree, "orders")) == list(range(2000))
+
+    at.switch_page(REASSIGN).run()
+    at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+    at.text_area(key="ra_import_text").input(bad("reassign-orders-0.json").decode())
+    at.text_input(key="ra_throttle").input(" 12.5 ").run()
+    assert "12,500,000 bytes/s per broker (--throttle 12500000)" in texts(at.caption)
+    at.text_input(key="ra_throttle").input("fast").run()
+    assert "Throttle (MB/s) must be a number between 0.001" in texts(at.error)
+    assert_no_write_offered(at, "ra_execute")
+    at.toggle(key="ra_throttle_on").set_value(False).run()  # the field is disabled: its text is not used
+    assert not at.error, texts(at.error)
+    assert "Throttle: none." in texts(at.caption) and write_button(at, "ra_execute") is not None
+    at.toggle(key="ra_throttle_on").set_value(True).run()
+    assert "Throttle (MB/s) must be a number between 0.001" in texts(at.error)
+    assert_no_write_offered(at, "ra_execute")
+    at.text_input(key="ra_throttle").input("12.5").run()
+    tick_confirmations(at)
+    at.button(key="ra_execute").click().run()
+    assert not at.error, texts(at.error)
+    assert [a.kind for a in store.actions()] == ["reassignment", "add-partitions", "create-topic"]
+    assert store.actions()[0].payload["throttle"] == 12_500_000

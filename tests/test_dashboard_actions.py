@@ -131,9 +131,9 @@ def test_create_topic_with_fixed_start_index_writes_the_preview(demo, zk_connect
     at.text_input(key="ct_name").input("payments.v2").run()
     ok(at)
     assert "could collide" in texts(at.warning)  # kafka-topics' '.'/'_' warning, as you type
-    at.number_input(key="ct_partitions").set_value(12)
-    at.number_input(key="ct_rf").set_value(3)
-    at.number_input(key="ct_fixed").set_value(0)
+    at.text_input(key="ct_partitions").input("12")
+    at.text_input(key="ct_rf").input("3")
+    at.text_input(key="ct_fixed").input("0")
     set_config_rows(at, "ct_config", [{"Key": "retention.ms", "Value": " 3600000 "},
                                       {"Key": "cleanup.policy", "Value": "compact, delete"}])
     at.run()
@@ -175,8 +175,8 @@ def test_create_topic_with_fixed_start_index_writes_the_preview(demo, zk_connect
 def test_create_topic_seeded_random_is_stable_and_written_exactly(demo, zk_connect, tmp_path, monkeypatch, store):
     at = open_page(demo, zk_connect, tmp_path, monkeypatch, "views/create_topic.py")
     at.text_input(key="ct_name").input("clicks").run()
-    at.number_input(key="ct_partitions").set_value(20)
-    at.number_input(key="ct_rf").set_value(2)
+    at.text_input(key="ct_partitions").input("20")
+    at.text_input(key="ct_rf").input("2")
     at.selectbox(key="ct_rack_mode").select("disabled").run()
     ok(at)
     first = preview_assignment(at)
@@ -235,7 +235,7 @@ def test_create_topic_bad_input_shows_the_error_and_writes_nothing(demo, zk_conn
     before = dump_tree(demo.session)
     at.text_input(key="ct_name").input(name)
     for key, value in fields.items():
-        at.number_input(key=key).set_value(value)
+        at.text_input(key=key).input(str(value))
     if rows:
         set_config_rows(at, "ct_config", rows)
     at.run()
@@ -272,13 +272,13 @@ def test_create_topic_bounds_the_partitions_before_any_work(small, zk_connect, t
     at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/create_topic.py")
     before = dump_tree(small.session)
     at.text_input(key="ct_name").input("huge")
-    at.number_input(key="ct_partitions").set_value(12).run()
+    at.text_input(key="ct_partitions").input("12").run()
     assert len(preview_assignment(at)) == 12
     by_prefix(at.checkbox, "ct_confirm_").check().run()
     assert not at.button(key="ct_create").disabled
 
     started = time.monotonic()
-    at.number_input(key="ct_partitions").set_value(10_000_000).run()
+    at.text_input(key="ct_partitions").input("10,000,000").run()
     elapsed = time.monotonic() - started
     ok(at)
     assert elapsed < 3, f"the page took {elapsed:.1f} s over 10,000,000 partitions"
@@ -297,12 +297,18 @@ def test_create_topic_bounds_the_partitions_before_any_work(small, zk_connect, t
                                   ("ct_partitions", -3, "The partitions must be greater than 0"),
                                   ("ct_partitions", MAX_NEW_PARTITIONS + 1, f"{MAX_NEW_PARTITIONS + 1:,} partitions"),
                                   ("ct_rf", 0, "The replication factor must be between 1 and 32767 inclusive"),
-                                  ("ct_fixed", -2, "The fixed start index must be -1 (random) or at least 0")):
-        at.number_input(key="ct_partitions").set_value(12)
-        at.number_input(key="ct_rf").set_value(3)
-        at.number_input(key="ct_fixed").set_value(-1).run()
+                                  ("ct_fixed", -2, "The fixed start index must be -1 (random) or at least 0"),
+                                  # typed text that is no number, or one above JavaScript's 2**53 - 1: never the
+                                  # earlier count (a number input kept it)
+                                  ("ct_partitions", "twelve", "Partitions must be a whole number, not 'twelve'"),
+                                  ("ct_partitions", 10 ** 20, "The partitions must be at most 2147483647"),
+                                  ("ct_rf", "", "Replication factor is empty: enter a whole number"),
+                                  ("ct_fixed", "0.5", "Fixed start index must be a whole number, not '0.5'")):
+        at.text_input(key="ct_partitions").input("12")
+        at.text_input(key="ct_rf").input("3")
+        at.text_input(key="ct_fixed").input("-1").run()
         assert len(preview_assignment(at)) == 12  # valid again
-        at.number_input(key=field).set_value(value).run()
+        at.text_input(key=field).input(str(value)).run()
         ok(at)
         assert message in errors(at), (field, value, errors(at))
         nothing_of_the_earlier_draft()
@@ -324,12 +330,12 @@ def test_add_partitions_bounded_before_any_work(small, zk_connect, tmp_path, mon
     at.selectbox(key="topic").select(topic.name).run()
     field = f"ap_total::{topic.name}::{current}"
     started = time.monotonic()
-    at.number_input(key=field).set_value(10_000_000).run()
+    at.text_input(key=field).input("10,000,000").run()
     ok(at)
     assert time.monotonic() - started < 3
     assert f"more than Keel writes in one request (at most {MAX_NEW_PARTITIONS:,})" in errors(at)
     assert not [b for b in at.button if b.key == "ap_apply"]
-    at.number_input(key=field).set_value(current).run()  # not an increase: Kafka's message, not the old value
+    at.text_input(key=field).input(str(current)).run()  # not an increase: Kafka's message, not the old value
     assert "which is higher than the requested" in errors(at) or "Topic already has" in errors(at)
     assert not [b for b in at.button if b.key == "ap_apply"]
 
@@ -338,10 +344,10 @@ def test_create_is_revalidated_against_live_state(small, zk_connect, tmp_path, m
     """A preview made before a broker died is refused at Create (the engine re-reads live state)."""
     at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/create_topic.py")
     at.text_input(key="ct_name").input("late")
-    at.number_input(key="ct_partitions").set_value(10)
-    at.number_input(key="ct_rf").set_value(3)
+    at.text_input(key="ct_partitions").input("10")
+    at.text_input(key="ct_rf").input("3")
     at.selectbox(key="ct_rack_mode").select("disabled")
-    at.number_input(key="ct_fixed").set_value(0).run()
+    at.text_input(key="ct_fixed").input("0").run()
     by_prefix(at.checkbox, "ct_confirm_").check().run()
     preview = preview_assignment(at)
     victim = preview[0][1]
@@ -398,7 +404,7 @@ def test_topic_actions_and_history(small, zk_connect, tmp_path, monkeypatch, sto
     ok(at)
 
     # --- add partitions
-    at.number_input(key=f"ap_total::{name}::{current}").set_value(current + 3).run()
+    at.text_input(key=f"ap_total::{name}::{current}").input(str(current + 3)).run()
     ok(at)
     draft = draft_add_partitions(snap, name, current + 3)
     assert preview_assignment(at, "ap_preview") == draft.new_assignment

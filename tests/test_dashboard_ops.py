@@ -43,6 +43,18 @@ def test_rolling_restart_page_and_uneven_racks(zk_connect, tmp_path, monkeypatch
         assert 2 not in plan["Broker"].tolist() and len(plan) == 4
         at.selectbox(key="rr_broker").select(2).run()
         assert "Broker 2 is not safe to stop now" in texts(at.error)
+        # the brokers' min.insync.replicas: a text field read exactly; no number, no checks (never the old ones)
+        refusals = (("two", "min.insync.replicas must be a whole number, not 'two'"),
+                    ("", "min.insync.replicas is empty: enter a whole number"),
+                    ("0", "min.insync.replicas must be at least 1, not 0"))
+        for typed, message in refusals:
+            at.text_input(key="rr_min_isr").input(typed).run()
+            assert not at.exception, at.exception
+            assert message in texts(at.error)
+            assert not [d for d in at.dataframe if "Safe to stop now" in d.value.columns]
+        at.text_input(key="rr_min_isr").input(" 1 ").run()
+        assert table_with(at, "Safe to stop now", "dataframe") is not None
+        assert not [m for _, m in refusals if m in texts(at.error)]
 
         at.switch_page("views/create_topic.py").run()
         at.text_input(key="ct_name").input("skew.test").run()
@@ -62,9 +74,17 @@ def test_partition_advice_on_create_topic(zk_connect, tmp_path, monkeypatch):
         at.switch_page("views/create_topic.py").run()
         # max(100/10, 100/20) = 10, rounded up to the 6 brokers
         assert "Advised partitions: 12" in texts(at.markdown)
-        at.number_input(key="ct_adv_producer").set_value(-5.0).run()
+        at.text_input(key="ct_adv_producer").input("-5.0").run()
         assert "producer throughput per partition (--producer-mbps) must be a positive number of MB/s, got -5" \
             in texts(at.error)
+        for typed, message in (("fast", "Producer MB/s per partition must be a number, not 'fast'"),
+                               ("", "Producer MB/s per partition is empty: enter a number"),
+                               ("2,5", "',' separates thousands here: use '.' for decimals")):
+            at.text_input(key="ct_adv_producer").input(typed).run()
+            assert message in texts(at.error)
+            assert "Advised partitions" not in texts(at.markdown)
+        at.text_input(key="ct_adv_producer").input("2.5").run()  # max(100 / 2.5, 100 / 20) = 40, over 6 brokers
+        assert "Advised partitions: 42" in texts(at.markdown) and not at.error
 
 
 def test_partition_advice_on_a_topics_page(zk_connect, tmp_path, monkeypatch):
@@ -152,6 +172,15 @@ def test_log_dirs_and_consumer_groups_pages(zk_connect, tmp_path, monkeypatch):
         assert imbalance["Imbalance (of the mean)"].tolist() == ["200%", "40%"]
         moves = table_with(at, "To", "dataframe")
         assert moves[["Topic", "Partition", "Broker", "From", "To"]].values.tolist() == [["t", 0, 1, "/d1/a", "/d1/b"]]
+        # the move budget: a text field read exactly; no number (or one the engine refuses), no plan
+        for typed, message in (("some", "Most moves must be a whole number, not 'some'"),
+                               ("-1", "the move budget must be 0 or more, got -1")):
+            at.text_input(key="ld_plan_budget").input(typed).run()
+            assert not at.exception, at.exception
+            assert message in texts(at.error)
+            assert not [d for d in at.dataframe if "To" in d.value.columns]
+        at.text_input(key="ld_plan_budget").input("1").run()
+        assert len(table_with(at, "To", "dataframe")) == 1 and not at.error
         assert "needs the cluster's `bootstrap` servers" in texts(at.caption).replace("\\", "")
         at.file_uploader(key="ld_upload").set_value(("bad.json", b"nothing", "application/json")).run()
         assert "holds no JSON object" in texts(at.error)

@@ -104,7 +104,7 @@ def plan_drain(at, broker: int, throttle_mb: float | None = None):
     at.radio(key="goal").set_value(rs.GOAL_DRAIN).run()
     at.multiselect(key="drain").set_value([broker])
     if throttle_mb is not None:
-        at.number_input(key="ra_throttle").set_value(throttle_mb)
+        at.text_input(key="ra_throttle").input(str(throttle_mb))
     at.run()
     ok(at)
     assert not at.error, errors(at)
@@ -231,14 +231,14 @@ def test_other_goals_plan_what_the_engine_plans(quick, zk_connect, tmp_path, mon
     at.radio(key="goal").set_value(rs.GOAL_RF).run()
     assert not at.metric  # no topic chosen yet
     at.multiselect(key="ra_rf_topics").set_value([topic])
-    at.number_input(key="ra_rf").set_value(2).run()
+    at.text_input(key="ra_rf").input("2").run()
     ok(at)
     expected = STRATEGIES["balanced"](snap, PlanRequest(topics=(topic,), replication_factor=2))
     assert metrics(at)["Replicas moved"] == f"{expected.report.replicas_moved:,}"
     diff = next(t.value for t in at.dataframe if "Added" in t.value.columns)
     assert {len(a.split(", ")) for a in diff["After"]} == {2}
 
-    at.number_input(key="ra_rf").set_value(5)
+    at.text_input(key="ra_rf").input("5")
     at.multiselect(key="ra_rf_topics").set_value([topic]).run()
     ok(at)
     at.radio(key="goal").set_value(rs.GOAL_REBALANCE).run()
@@ -249,7 +249,7 @@ def test_other_goals_plan_what_the_engine_plans(quick, zk_connect, tmp_path, mon
     assert metrics(at)["Replicas moved"] == f"{expected.report.replicas_moved:,}"
     # a request the engine refuses shows its message
     at.radio(key="goal").set_value(rs.GOAL_REBALANCE)
-    at.number_input(key="ra_max_moves").set_value(0)
+    at.text_input(key="ra_max_moves").input("0")
     at.selectbox(key="strategy").select("kafka-generate").run()
     ok(at)
     assert "over the budget of 0" in errors(at)
@@ -354,7 +354,7 @@ def test_sizes_and_waves_execute_one_wave_at_a_time(quick, zk_connect, tmp_path,
     text = "Querying brokers for log directories information\nReceived log directory information from brokers 1\n" \
         + json.dumps(log_dirs)
     at.file_uploader(key="ra_sizes_file").set_value(("sizes.json", text.encode(), "application/json"))
-    at.number_input(key="ra_wave_k").set_value(40)
+    at.text_input(key="ra_wave_k").input("40")
     plan_drain(at, victim, throttle_mb=SLOW_MB)
     assert "partition sizes" in texts(at.caption)
 
@@ -408,7 +408,7 @@ def test_a_topic_deleted_meanwhile_is_gone_and_verify_removes_the_throttles(zk_c
         at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
         at.text_area(key="ra_import_text").input(_doc([("keep", 0, [3, 2]), ("doomed", 0, [3, 1]),
                                                        ("doomed", 1, [1, 3])]))
-        at.number_input(key="ra_throttle").set_value(SLOW_MB).run()
+        at.text_input(key="ra_throttle").input(str(SLOW_MB)).run()
         ok(at)
         assert not at.error, errors(at)
         by_prefix(at.checkbox, "ra_confirm_").check().run()
@@ -507,7 +507,7 @@ def test_imported_plan_is_scored_and_executed_as_given(quick, zk_connect, tmp_pa
     text = _doc(entries)
     at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
     at.file_uploader(key="ra_import_file").set_value(("plan.json", text.encode(), "application/json"))
-    at.number_input(key="ra_throttle").set_value(SLOW_MB).run()
+    at.text_input(key="ra_throttle").input(str(SLOW_MB)).run()
     ok(at)
     assert not at.error, errors(at)
     m = metrics(at)

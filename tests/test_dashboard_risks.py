@@ -34,8 +34,8 @@ def test_create_topic_with_min_isr_above_rf_needs_the_risk_confirmed(small, zk_c
                                                                       store):
     at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/create_topic.py")
     at.text_input(key="ct_name").input("unwritable").run()
-    at.number_input(key="ct_partitions").set_value(3)
-    at.number_input(key="ct_rf").set_value(3)
+    at.text_input(key="ct_partitions").input("3")
+    at.text_input(key="ct_rf").input("3")
     set_config_rows(at, "ct_config", [{"Key": "min.insync.replicas", "Value": "4"}])
     at.run()
     ok(at)
@@ -68,7 +68,7 @@ def test_create_topic_with_min_isr_above_rf_needs_the_risk_confirmed(small, zk_c
 def test_create_topic_without_risk_has_no_risk_box(small, zk_connect, tmp_path, monkeypatch, store):
     at = open_page(small, zk_connect, tmp_path, monkeypatch, "views/create_topic.py")
     at.text_input(key="ct_name").input("writable").run()
-    at.number_input(key="ct_rf").set_value(3)
+    at.text_input(key="ct_rf").input("3")
     set_config_rows(at, "ct_config", [{"Key": "min.insync.replicas", "Value": "2"}])
     at.run()
     ok(at)

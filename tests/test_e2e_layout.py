@@ -5,6 +5,8 @@ by headless Chromium (the harness of tests/test_e2e_chromium.py).
 - every metric readable at 900 px and 1600 px (no label, value or delta cut short);
 - the topic filter filters while typing (no Enter);
 - an invalid partition count on Create topic leaves no earlier valid count in effect;
+- number fields are text fields: 10**20 typed reaches the engine (a number input dropped it), text that is no number
+  gets a message under the field's row, and the fields line up with their row at 900 and 1600 px;
 - after an election the topic picker keeps its value (the browser reset it when its labels changed).
 
 Screenshots land in the test's tmp dir (KEEL_E2E_SCREENSHOTS=<dir> copies them there too).
@@ -243,3 +245,109 @@ def test_topic_picker_keeps_its_value_after_an_election(url, browser, demo, tmp_
     texts = alerts(browser)
     if "Nothing to elect" in texts:
         assert texts.index("Election written") < texts.index("Nothing to elect")
+
+
+# --- 10. number fields keep what was typed -------------------------------------------------------------------------
+
+FIELD_BOXES = """
+// The box (input or select) of each widget whose key starts with one of arguments[0], in page order.
+const out = [];
+for (const prefix of arguments[0]) {
+  for (const w of document.querySelectorAll(`[class*="st-key-${prefix}"]`)) {
+    const box = w.querySelector('[data-testid=stTextInputRootElement], .react-aria-ComboBox [role=group]');
+    if (!box) continue;
+    const r = box.getBoundingClientRect();
+    const input = w.querySelector('input');
+    out.push({key: prefix, left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width,
+              height: r.height, value: input ? input.value : null,
+              align: input ? getComputedStyle(input).textAlign : null});
+  }
+}
+return out;
+"""
+
+ALERT_BOXES = """
+return [...document.querySelectorAll('[data-testid=stAlert]')].filter(a => a.innerText.includes(arguments[0]))
+  .map(a => { const r = a.getBoundingClientRect(); return {left: r.left, top: r.top, width: r.width}; });
+"""
+
+
+def type_into(driver, css: str, text: str) -> None:
+    field = driver.find_element(By.CSS_SELECTOR, css)
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(Keys.DELETE)
+    field.send_keys(text, Keys.TAB)
+
+
+def assert_row_lines_up(boxes: list[dict]) -> None:
+    """Boxes on the same line (they may wrap at 900 px) share their bottom edge and height; none is squeezed."""
+    assert boxes
+    for b in boxes:
+        assert b["width"] >= 60, b
+        assert b["align"] in (None, "start", "left"), b
+    lines: dict[int, list[dict]] = {}
+    for b in boxes:
+        lines.setdefault(round(b["top"] / 20), []).append(b)
+    for line in lines.values():
+        assert max(b["bottom"] for b in line) - min(b["bottom"] for b in line) <= 2, line
+        assert max(b["height"] for b in line) - min(b["height"] for b in line) <= 2, line
+
+
+def alert_under(driver, text: str, keys: list[str]) -> dict:
+    """The alert holding `text`, once shown; it sits under the fields `keys` (measured at the same moment)."""
+    wait_js(driver, ALERT_BOXES.replace("arguments[0]", repr(text)), timeout=20, message=text)
+    time.sleep(0.5)
+    alert = driver.execute_script(ALERT_BOXES, text)[0]
+    boxes = driver.execute_script(FIELD_BOXES, keys)
+    assert alert["top"] >= max(b["bottom"] for b in boxes), (alert, boxes)  # under the row, not beside it
+    return alert
+
+
+@pytest.mark.parametrize("width", [900, 1600])
+def test_number_fields_read_what_was_typed(url, browser, tmp_path, width):
+    """10**20 partitions typed on Create topic and Add partitions reaches the engine and is refused with its message
+    (a number input kept the previous 6 or 3 without a word); text that is no number is refused under the row; the
+    Reassign options refuse a seed that is no number and offer no Execute."""
+    browser.set_window_size(width, 1300)
+    huge = str(10 ** 20)
+
+    browser.get(f"{url}/create_topic")
+    wait_js(browser, "return document.querySelector('.st-key-ct_name input')", message="the form")
+    browser.find_element(By.CSS_SELECTOR, ".st-key-ct_name input").send_keys("typed-test", Keys.TAB)
+    wait_js(browser, "return [...document.querySelectorAll('[data-testid=stCheckbox] label')].some("
+                     "l => l.innerText.includes('6 partition'))", message="the preview of 6 partitions")
+    keys = ["ct_partitions", "ct_rf", "ct_rack_mode", "ct_fixed"]
+    boxes = browser.execute_script(FIELD_BOXES, keys)
+    assert [b["key"] for b in boxes] == keys
+    assert_row_lines_up(boxes)
+    type_into(browser, ".st-key-ct_partitions input", huge)
+    alert_under(browser, "The partitions must be at most 2147483647", keys)
+    assert "6 partition" not in browser.find_element(By.CSS_SELECTOR, "[data-testid=stMain]").text
+    assert browser.execute_script(FIELD_BOXES, ["ct_partitions"])[0]["value"] == huge  # as typed, not 1e+20
+    assert not browser.execute_script("return [...document.querySelectorAll('button')].some("
+                                      "b => b.innerText.includes('Create topic') && !b.disabled)")
+    shot(browser, tmp_path, f"numbers-create-huge-{width}")
+    type_into(browser, ".st-key-ct_partitions input", "six")
+    alert_under(browser, "Partitions must be a whole number, not 'six'", keys)
+    shot(browser, tmp_path, f"numbers-create-text-{width}")
+
+    browser.get(f"{url}/topics?topic=orders.v1")
+    total = '[class*="st-key-ap_total"] input'
+    wait_js(browser, f"return document.querySelector({total!r})", message="Add partitions")
+    type_into(browser, total, huge)
+    alert_under(browser, "The partitions must be at most 2147483647", ["ap_total"])
+    assert not [b for b in browser.find_elements(By.CSS_SELECTOR, "button") if "Add partitions" in b.text]
+    shot(browser, tmp_path, f"numbers-grow-huge-{width}")
+
+    browser.get(f"{url}/reassign")
+    wait_js(browser, "return [...document.querySelectorAll('button')].some(b => b.innerText.includes("
+                     "'Execute reassignment'))", timeout=90, message="the default plan's Execute")
+    keys = ["strategy", "ra_seed", "ra_max_moves", "ra_wave_k", "ra_wave_l", "ra_throttle"]
+    boxes = browser.execute_script(FIELD_BOXES, keys)
+    assert [b["key"] for b in boxes] == keys
+    assert_row_lines_up(boxes)
+    type_into(browser, ".st-key-ra_seed input", "abc")
+    alert_under(browser, "Seed must be a whole number of 0 or more, not 'abc'", keys)
+    wait_js(browser, "return ![...document.querySelectorAll('button')].some(b => b.innerText.includes("
+                     "'Execute reassignment'))", timeout=20, message="Execute to go")
+    shot(browser, tmp_path, f"numbers-reassign-text-{width}")

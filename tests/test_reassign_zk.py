@@ -80,6 +80,10 @@ def test_invalid_plans_write_nothing(tree, store, doc, message):
 
 
 def test_bad_throttle_and_oversized_plans_are_refused(tree, store):
+    before = dump_tree(tree)
+    with pytest.raises(ValidationError, match="at most 9,223,372,036,854,775,807 bytes per second"):
+        reassign.execute(tree, store, PLAN, cluster="c", throttle=2**63)
+    assert dump_tree(tree) == before and store.actions() == []
     with pytest.raises(ValidationError, match="positive number of bytes"):
         reassign.execute(tree, store, PLAN, cluster="c", throttle=0)
     many = {p: [1, 2] for p in range(40000)}

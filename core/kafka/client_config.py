@@ -2,7 +2,8 @@
 
 SREs already keep one for `kafka-reassign-partitions.sh --command-config admin.properties`; Keel reads the same
 file (CLI `--command-config FILE`, keel.toml `command_config = "FILE"` per cluster) instead of inventing
-settings. Pure: parsing and validation only, no kafka-python and no socket (core.kafka.admin builds the client).
+settings. Reads that file and checks the files it names; no kafka-python and no socket (core.kafka.admin builds
+the client).
 
 Supported, in Kafka's names:
 * `security.protocol` PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL;

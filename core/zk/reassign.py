@@ -64,6 +64,9 @@ CANNOT_CANCEL = ("A reassignment is running: cancel it first (Kafka 2.4+: `pytho
                  "running reassignment")
 
 
+JAVA_LONG_MAX = 2**63 - 1
+
+
 def _config_ops(tree: ClusterTree, path: str, entity: str, update: dict[str, str | None]) -> list[Op]:
     """Set (or with None remove) keys of an entity config, then announce it, as kafka-configs does.
 
@@ -135,6 +138,9 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
     the reassignment from ever completing) that `accept_risks` does not list word for word (True accepts any)."""
     if throttle is not None and throttle <= 0:
         raise ValidationError(f"--throttle must be a positive number of bytes per second, got {throttle}")
+    if throttle is not None and throttle > JAVA_LONG_MAX:  # Kafka reads the rate as a Java long
+        raise ValidationError(f"--throttle must be at most {JAVA_LONG_MAX:,} bytes per second (a Java long, as "
+                              f"Kafka reads the rate), got {throttle:,}")
     if session.exists(zf.REASSIGN):
         raise ReassignmentInProgressError(IN_PROGRESS, hint="verify it, and execute this plan once it completes")
     snap, tree = _live(session)

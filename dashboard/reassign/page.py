@@ -138,10 +138,12 @@ elif goal == rs.GOAL_RF:
     c = st.columns([4, 1], vertical_alignment="bottom")
     with c[0]:
         topics = topic_picker("Topics", "ra_rf_topics", "Choose topics…")
-    rf = int(c[1].number_input("Replication factor", min_value=1, max_value=max(1, alive_count), step=1,
-                               value=min(3, max(1, alive_count)), key="ra_rf",
-                               help=f"{alive_count} broker(s) alive"))
-    if topics:
+    # a text field read exactly, no min / max: the engine says "Replication factor: 9 larger than available
+    # brokers: 5." (a number input silently kept the previous value for one outside its bounds)
+    rf_field = ui.int_field("Replication factor", min(3, max(1, alive_count)), key="ra_rf", container=c[1],
+                            errors=st.container(), help=f"{alive_count} broker(s) alive")
+    rf = rf_field.value
+    if topics and rf is not None:
         current = sorted({snap.topic_by_name[t].replication_factor for t in topics})
         st.caption(f"Current replication factor: {', '.join(map(str, current))} → {rf}. New replicas go where they "
                    "balance the brokers; dropped ones leave the fullest brokers.")
@@ -176,19 +178,28 @@ strategy = c.selectbox("Strategy", rs.strategies(), key="strategy", disabled=imp
                        width=190,
                        help="balanced: moves only what the goal needs (fewest replicas). kafka-generate: what "
                             "kafka-reassign-partitions.sh --generate proposes (every partition re-placed).")
-seed = int(c.number_input("Seed", min_value=0, value=0, step=1, key="ra_seed", disabled=importing, width=120,
-                          help="Same snapshot, options and seed: same plan"))
-max_moves = c.number_input("Max moves", min_value=0, value=None, step=1, key="ra_max_moves", width=140,
-                           placeholder="no limit", disabled=importing,
-                           help="Move at most this many replicas (balanced stops early; kafka-generate refuses)")
-wave_k = c.number_input("Wave: K partitions", min_value=1, value=None, step=1, key="ra_wave_k", width=170,
-                        placeholder="no limit", help="Waves: at most K partitions reassigning at once")
-wave_l = c.number_input("Wave: L per broker", min_value=1, value=None, step=1, key="ra_wave_l", width=170,
-                        placeholder="no limit",
-                        help="Waves: at most L replicas moving into or out of any broker at once")
-throttle_mb = c.number_input("Throttle (MB/s)", min_value=0.001, value=rs.DEFAULT_THROTTLE_MB, step=10.0,
-                             format="%g", key="ra_throttle", width=150,
-                             disabled=not st.session_state.get("ra_throttle_on", True))
+# text fields read exactly (dashboard.ui.int_field): a number input silently clamped or kept the previous value for
+# one outside its min / max. Bounds here only where the engine has none (seed, throttle); max moves and the wave
+# limits reach the engine as typed and are refused with its message.
+below = st.container()  # the fields' messages, under the row
+option_fields = (
+    ui.int_field("Seed", 0, key="ra_seed", container=c, errors=below, min=0, disabled=importing, width=120,
+                 help="Same snapshot, options and seed: same plan"),
+    ui.int_field("Max moves", None, key="ra_max_moves", container=c, errors=below, optional=True, width=140,
+                 placeholder="no limit", disabled=importing,
+                 help="Move at most this many replicas (balanced stops early; kafka-generate refuses)"),
+    ui.int_field("Wave: K partitions", None, key="ra_wave_k", container=c, errors=below, name="Wave K",
+                 optional=True, width=170, placeholder="no limit",
+                 help="Waves: at most K partitions reassigning at once"),
+    ui.int_field("Wave: L per broker", None, key="ra_wave_l", container=c, errors=below, name="Wave L",
+                 optional=True, width=170, placeholder="no limit",
+                 help="Waves: at most L replicas moving into or out of any broker at once"),
+    ui.float_field("Throttle (MB/s)", rs.DEFAULT_THROTTLE_MB, key="ra_throttle", container=c, errors=below,
+                   min=0.001, max=(2 ** 63 - 1) // rs.MB, width=150,  # Kafka's rate: a LONG of bytes/s
+                   disabled=not st.session_state.get("ra_throttle_on", True)))
+bad_options = ui.invalid(*option_fields)  # no plan (so no Execute) until every option is a number
+seed, max_moves, wave_k, wave_l, throttle_mb = (f.value for f in option_fields)
+seed = seed or 0  # disabled while importing (unused)
 t = st.container(horizontal=True, gap="large")
 throttle_on = t.toggle("Throttle replication", value=True, key="ra_throttle_on",
                        help="Kafka's --throttle: leader and follower replication rates on the brokers involved, "
@@ -197,8 +208,9 @@ rack_aware = t.toggle("Rack-aware", value=True, key="ra_rack_aware", disabled=im
                       help="Every partition across min(RF, racks) racks (off: --disable-rack-aware)")
 spread = t.toggle("Per-topic spread", value=False, key="ra_spread", disabled=importing,
                   help="Also spread each topic evenly over the brokers (costs more moves)")
-throttle = int(round(throttle_mb * rs.MB)) if throttle_on else None
-st.caption(f"Throttle: {f'{throttle:,} bytes/s per broker (--throttle {throttle})' if throttle else 'none'}.")
+throttle = int(round(throttle_mb * rs.MB)) if throttle_on and throttle_mb is not None else None
+if not (throttle_on and throttle_mb is None):  # a throttle that is no number has its message above
+    st.caption(f"Throttle: {f'{throttle:,} bytes/s per broker (--throttle {throttle})' if throttle else 'none'}.")
 sizes, sizes_key, bad_sizes = sizes_input()
 
 
@@ -236,7 +248,9 @@ if snap is not live_snap:
             "accepts a new reassignment only after it completes.", icon=":material/hourglass_top:")
 planned: rs.Planned | None = None
 request = None
-if bad_sizes:
+if bad_options:
+    st.info("Fix the options above to plan.", icon=":material/edit:")
+elif bad_sizes:
     st.info("Fix or remove the partition sizes to plan.", icon=":material/edit:")
 elif importing:
     if import_data is not None:

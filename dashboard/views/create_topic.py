@@ -6,8 +6,10 @@ The Create button writes the draft bound to it when the page was drawn, i.e. the
 core.zk.topic_admin.create_topic re-validates it against live state first.
 
 Inputs are bounded by the engine (at most MAX_NEW_PARTITIONS, checked before anything is placed), not by the
-widgets: a number input refuses a value outside its min / max in the browser and silently keeps the previous one,
-which the preview would then show and Create write. Invalid input shows the engine's message and no draft.
+widgets: the numbers are text fields (dashboard.ui.int_field) read exactly, so 10**20 partitions reaches the engine
+as typed and is refused with its message. (A number input silently kept the previous value for one outside its
+min / max or above 2**53 - 1, which the preview would then show and Create write.) Text that is no whole number
+shows the field's message; either way there is no draft and no Create.
 A draft with risks (a topic nobody can write to) needs one more box ticked per risk; the write passes exactly the
 risk texts confirmed and the engine refuses unless they cover the risks of the draft it re-computes.
 """
@@ -131,22 +133,29 @@ elif name and collision_warning(name):
 
 placement = st.radio("Placement", PLACEMENTS, horizontal=True, key="ct_placement")
 partitions = rf = None
+numbers_ok = True  # every number field holds a number (else its message is under it and there is no draft)
 rack_mode = RackAwareMode.ENFORCED.value
 fixed = -1
 assignment_text = None
 if placement == PLACEMENTS[0]:
-    c = st.columns([1, 1, 2, 1], vertical_alignment="bottom")
+    # one wrapping row of fixed-width fields (the select takes what is left): at 900 px they move to the next line
+    # instead of squeezing "Replication factor" into two lines over a field too narrow for its number
+    c = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    below = st.container()  # the fields' messages, under the row
     # no min / max: the engine checks them and says why (see the module docstring)
-    partitions = int(c[0].number_input("Partitions", value=6, step=1, key="ct_partitions",
-                                       help=f"At most {MAX_NEW_PARTITIONS:,} in one create: the topic znode must "
-                                            "fit ZooKeeper's request limit; add more partitions later in steps."))
-    rf = int(c[1].number_input("Replication factor", value=min(3, len(alive)), step=1, key="ct_rf",
-                               help=f"{len(alive)} broker(s) alive"))
-    rack_mode = c[2].selectbox("Rack awareness", list(RACK_MODES), format_func=lambda m: RACK_MODES[m],
-                               key="ct_rack_mode")
-    fixed = int(c[3].number_input("Fixed start index", value=-1, step=1, key="ct_fixed",
-                                  help="-1: Kafka's random start index and shift (seeded here, so the preview "
-                                       "is stable). ≥ 0: both fixed, as kafka's tests use."))
+    fields = (
+        ui.int_field("Partitions", 6, key="ct_partitions", container=c, errors=below, width=150,
+                     help=f"At most {MAX_NEW_PARTITIONS:,} in one create: the topic znode must fit ZooKeeper's "
+                          "request limit; add more partitions later in steps."),
+        ui.int_field("Replication factor", min(3, len(alive)), key="ct_rf", container=c, errors=below, width=150,
+                     help=f"{len(alive)} broker(s) alive"))
+    rack_mode = c.selectbox("Rack awareness", list(RACK_MODES), format_func=lambda m: RACK_MODES[m],
+                            key="ct_rack_mode")
+    fields += (ui.int_field("Fixed start index", -1, key="ct_fixed", container=c, errors=below, width=150,
+                            help="-1: Kafka's random start index and shift (seeded here, so the preview is stable). "
+                                 "≥ 0: both fixed, as kafka's tests use."),)
+    numbers_ok = not ui.invalid(*fields)
+    partitions, rf, fixed = (f.value for f in fields)
     if fixed == -1:
         r = st.columns([4, 1], vertical_alignment="center")
         r[0].caption(f"Random start index and replica shift drawn with seed `{st.session_state[SEED]}`: the "
@@ -175,7 +184,7 @@ st.subheader("Preview", anchor=False)
 draft: CreateTopicDraft | None = None
 if not name:
     st.info("Enter a topic name to see the placement.", icon=":material/edit:")
-elif name_error is None and not problems:
+elif name_error is None and not problems and numbers_ok:
     inputs = actions.fingerprint(name, placement, partitions, rf, rack_mode, fixed, st.session_state[SEED],
                                  assignment_text, overrides)
     cached = st.session_state.get(CACHE)

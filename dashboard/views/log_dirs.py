@@ -14,7 +14,7 @@ import streamlit as st
 
 from core.errors import KeelError
 from core.logdirs import JbodView, parse_dir_plan, parse_log_dirs_view, plan_balance
-from dashboard import actions, frame, migration
+from dashboard import actions, frame, migration, ui
 from dashboard.text import md, md_text, plotly
 
 VIEW = "ld_view"  # (source label, JbodView, when)
@@ -120,8 +120,11 @@ with st.expander("Replicas per directory", icon=":material/folder:"):
 st.subheader("Plan: even out each broker's directories", anchor=False)
 c = st.columns(2)
 only = c[0].multiselect("Brokers", list(view.brokers), key="ld_plan_brokers", placeholder="all")
-budget = int(c[1].number_input("Most moves", value=20, step=1, key="ld_plan_budget",
-                               help="0 or more; the largest gaps first"))
+# a text field read exactly; no min: the engine says "the move budget must be 0 or more"
+budget = ui.int_field("Most moves", 20, key="ld_plan_budget", container=c[1], help="0 or more; the largest gaps first")
+if budget.invalid:
+    st.stop()  # its message is under it; no plan, no Execute
+budget = budget.value
 replicas = {(p.topic, p.partition): p.replicas for p in snap.partitions()}
 busy = {(p.topic, p.partition) for p in snap.partitions() if p.adding_replicas or p.removing_replicas}
 busy |= {(r.topic, r.partition) for r in snap.in_progress.reassignment}

@@ -11,7 +11,7 @@ import streamlit as st
 from core.errors import KeelError
 from core.health import cluster_min_isr_default, filter_partitions, matching_topics
 from core.restarts import check_all, restart_plan
-from dashboard import frame
+from dashboard import frame, ui
 from dashboard.text import md, md_text
 
 ctx = frame.page_context()
@@ -23,12 +23,14 @@ st.caption(f"Cluster **{md(ctx.cluster.name)}** · stop one broker at a time (co
 snap0 = frame.live_snapshot(conn, in_fragment=False)
 
 c = st.columns([1, 2], vertical_alignment="bottom")
-# no min_value: the engine says what is wrong (a widget would silently keep the previous value)
-min_isr = int(c[0].number_input("Brokers' min.insync.replicas", value=cluster_min_isr_default(snap0), step=1,
-                                key="rr_min_isr",
-                                help="The static broker setting (server.properties), which ZooKeeper does not show: "
-                                     "topics without an override use it. Default: the cluster's dynamic default, "
-                                     "else 1."))
+# a text field read exactly, no min: the check below says what is wrong (a number input would silently keep the
+# previous value)
+min_isr_field = ui.int_field("Brokers' min.insync.replicas", cluster_min_isr_default(snap0), key="rr_min_isr",
+                             container=c[0], errors=st.container(), name="min.insync.replicas",
+                             help="The static broker setting (server.properties), which ZooKeeper does not show: "
+                                  "topics without an override use it. Default: the cluster's dynamic default, "
+                                  "else 1.")
+min_isr = min_isr_field.value
 scope = c[1].text_input("Only topics matching (regex, optional)", key="rr_topics",
                         help="e.g. to leave out scratch topics of replication factor 1: the same as --topic of "
                              "python -m core restart-check")
@@ -41,6 +43,8 @@ def _ids(xs) -> str:
 @st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
+    if min_isr is None:  # not a whole number: its message is under the field
+        return
     if min_isr < 1:
         st.error(f"min.insync.replicas must be at least 1, not {min_isr}.", icon=":material/error:")
         return

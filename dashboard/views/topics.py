@@ -214,6 +214,8 @@ def live() -> None:
         parts = parts[parts["Flags"] != "ok"]
     size = p2.selectbox("Rows per page", PAGE_SIZES, index=2, key="part_page_size")
     pages = max(1, -(-len(parts) // size))
+    # a number input on purpose (see dashboard.ui): it only picks which rows of a read-only table show, bounded, and
+    # the caption below says which rows are on screen; nothing is written from it
     page = p3.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, step=1, key="part_page")
     page = min(int(page), pages)
     start = (page - 1) * size
@@ -291,10 +293,15 @@ def topic_actions(snap: ClusterSnapshot, topic: Topic) -> None:
 
 def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
     current = len(topic.partitions)
-    # No min / max: the browser would silently keep the previous value for one outside them; the engine says
-    # why a total is refused (not an increase, or more new partitions than Keel writes at once).
-    new_total = int(st.number_input(f"New total number of partitions (now {current:,})", value=current + 1, step=1,
-                                    key=f"ap_total::{topic.name}::{current}"))
+    # A text field read exactly (a number input dropped 10**20 and kept the previous total) and no min / max: the
+    # engine says why a total is refused (not an increase, more new partitions than Keel writes at once).
+    field = ui.int_field(f"New total number of partitions (now {current:,})", current + 1,
+                         key=f"ap_total::{topic.name}::{current}", name="The new total number of partitions",
+                         width=320)
+    if field.invalid:
+        actions.show(ACTION_RESULT, scope=f"grow:{topic.name}")
+        return
+    new_total = field.value
     try:
         draft = draft_add_partitions(snap, topic.name, new_total)
     except KeelError as e:
