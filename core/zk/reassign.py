@@ -59,9 +59,9 @@ from core.zk.tree import ClusterTree
 # ZooKeeper refuses a request larger than jute.maxbuffer (1 MiB by default).
 MAX_WRITE_BYTES = 1_000_000
 IN_PROGRESS = "There is an existing assignment running."
-CANNOT_CANCEL = ("A reassignment is running: cancel it first (Kafka 2.4+: `python -m core cancel --bootstrap-server "
-                 "HOST:PORT`), or wait for it to finish, then execute the rollback; Kafka before 2.4 cannot cancel a "
-                 "running reassignment")
+CANNOT_CANCEL = ("A reassignment is running: cancel it first (Kafka 2.4+: the Reassign page's Cancel, or `python -m "
+                 "core cancel --bootstrap-server HOST:PORT`), or wait for it to finish, then execute the rollback; "
+                 "Kafka before 2.4 cannot cancel a running reassignment")
 
 
 JAVA_LONG_MAX = 2**63 - 1

@@ -468,6 +468,7 @@ else:
         st.info(f"A reassignment of {len(live_snap.in_progress.reassignment):,} partition(s) is running, not started "
                 "from this session: follow it below if Keel recorded it, or with `python -m core verify`.",
                 icon=":material/hourglass_top:")
+    reassign_run.cancel_section(ctx, None, live_snap)  # issue 15: cancel it (Kafka 2.4+), or what that needs
     reassign_run.follow_earlier(ctx)
     actions.show(reassign_run.RUN_RESULT, scope="reassign-run")
 

@@ -13,6 +13,11 @@ in the ISR) and what to do. A write whose plan has risks (core.plans.plan_risks)
 
 A partition whose topic no longer exists (deleted while it moved, or never created) is "gone": nothing will happen to
 it, so it counts as finished, like a complete one, and Verify removes the throttles without waiting for it.
+
+Cancel (issue 15, Kafka 2.4+, needs the cluster's `bootstrap` in keel.toml) stops a running reassignment through
+the Admin API as `python -m core cancel` does (core.zk.reassign.cancel): the partitions of the followed run (the CLI's
+--reassignment-json-file), or every running one when the session follows none (--all). When Kafka put partitions
+back in another replica order, the reassignment restoring it (no data moves) is offered, as the CLI prints it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,14 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import KeelError
-from core.plans import ReassignmentPlan, StuckReason, parse_reassignment, plan_risks, stuck_reasons
+from core.plans import (
+    ReassignmentEntry,
+    ReassignmentPlan,
+    StuckReason,
+    parse_reassignment,
+    plan_risks,
+    stuck_reasons,
+)
 from core.store import Action
 from core.zk import reassign
 from dashboard import actions, frame, ui
@@ -34,6 +46,9 @@ from dashboard.text import md, md_text
 RESULT = "ra_result"  # the outcome of Execute
 RUN_RESULT = "ra_run_result"  # the outcome of Verify / Next wave / Rollback
 RUN = "ra_run"  # the FollowedRun this session follows
+CANCEL_RESULT = "ra_cancel_result"  # the outcome of Cancel
+REORDER = "ra_reorder_plan"  # (cluster, plan, text): restores the replica order a cancel changed
+REORDER_RESULT = "ra_reorder_result"
 STATUS_STYLE = {reassign.COMPLETE: "color: #2CA02C; font-weight: 600",
                 reassign.IN_FLIGHT: "color: #E69F00; font-weight: 600",
                 reassign.NOT_AT_TARGET: "color: #D62728; font-weight: 600",
@@ -98,6 +113,7 @@ class FollowedRun:
     verified: Verified | None = None
     settled_seen: bool = False  # the page was redrawn once the run stopped moving
     note: str | None = None  # what Execute said (markdown): shown in the panel until Verify, Roll back or a new goal
+    cancelled: int | None = None  # the action id of the cancel of its running partitions, from this session
 
     @classmethod
     def executed(cls, done: reassign.Executed, plan: ReassignmentPlan, throttle: int | None, label: str,
@@ -259,8 +275,138 @@ def _follow(ctx: frame.PageContext, action_id: int) -> None:
 
 
 def _dismiss() -> None:
-    for key in (RUN, RUN_RESULT, RESULT):
+    for key in (RUN, RUN_RESULT, RESULT, CANCEL_RESULT, REORDER, REORDER_RESULT):
         st.session_state.pop(key, None)
+
+
+# --- cancel (Kafka 2.4+, the Admin API) ---------------------------------------------------------------------
+
+
+def running_keys(snap) -> frozenset[rs.Key]:
+    """Partitions whose reassignment runs: in /admin/reassign_partitions, or adding / removing replicas (one started
+    through Kafka's Admin API leaves no /admin node)."""
+    return frozenset({(r.topic, r.partition) for r in snap.in_progress.reassignment}
+                     | {(p.topic, p.partition) for p in snap.partitions() if p.adding_replicas or p.removing_replicas})
+
+
+def _names(keys, limit: int = 20) -> str:
+    keys = list(keys)
+    more = f" and {len(keys) - limit:,} more" if len(keys) > limit else ""
+    return ", ".join(f"{t}-{p}" for t, p in keys[:limit]) + more
+
+
+def cancelled_text(done: reassign.Cancelled) -> str:
+    """What a cancel did, in plain text (the CLI's words where it has some)."""
+    if done.cancelled:
+        lines = [f"Cancelled the running reassignment of {len(done.cancelled):,} partition(s): "
+                 f"{_names(done.cancelled)} (action #{done.action_id} in History). Kafka moves each back to its "
+                 "original replicas."]
+    else:
+        lines = ["None of the specified partition reassignments are active: nothing was cancelled."]
+    if done.not_running and done.cancelled:
+        lines.append(f"Not running (nothing to cancel): {_names(done.not_running)}.")
+    lines.append("Throttles removed (topic throttled-replica lists and broker rates)." if done.throttles_removed
+                 else "No throttle was left to remove.")
+    if done.reordered:
+        lines.append(f"The replica order of {len(done.reordered):,} partition(s) changed: see below.")
+    return "\n".join(lines)
+
+
+def _kafka_admin(ctx: frame.PageContext):
+    from core.kafka.admin import KafkaAdmin  # kafka-python is loaded only for a cancel
+
+    return KafkaAdmin.for_cluster(ctx.cluster)  # with its command_config: SASL / TLS
+
+
+def _cancel(ctx: frame.PageContext, run: FollowedRun | None) -> None:
+    """on_click of Cancel: the partitions of `run` (None: every running reassignment), then the throttles."""
+    def work() -> str:
+        session = ctx.conn.write_session()
+        with _kafka_admin(ctx) as admin:
+            done = reassign.cancel(session, actions.store(), admin, cluster=ctx.cluster.name,
+                                   partitions=None if run is None else list(run.plan.assignment()),
+                                   actor=actions.actor())
+        if done.reordered:
+            plan = ReassignmentPlan(tuple(ReassignmentEntry(t, p, tuple(was)) for (t, p), _, was, _ in done.reordered))
+            text = ", ".join(f"{t}-{p} ({','.join(map(str, now))} instead of {','.join(map(str, was))})"
+                             for (t, p), now, was, _ in done.reordered)
+            st.session_state[REORDER] = (ctx.cluster.name, plan, text)
+        if run is not None and done.cancelled:
+            _update(run, cancelled=done.action_id, note=None)
+        gone = set(done.cancelled)
+        ctx.conn.await_change(lambda s: not gone & running_keys(s), timeout=5)
+        return cancelled_text(done)
+
+    for key in (REORDER, REORDER_RESULT):
+        st.session_state.pop(key, None)
+    actions.run(CANCEL_RESULT, work, cfg=ctx.config, action="cancel the reassignment", scope="reassign-cancel",
+                context="all" if run is None else str(run.action_id))
+
+
+def _restore_order(ctx: frame.PageContext, plan: ReassignmentPlan, accepted=()) -> None:
+    def work() -> str:
+        message = _start(ctx, plan, None, "Replica order restore", None, accepted)
+        for key in (REORDER, CANCEL_RESULT):
+            st.session_state.pop(key, None)
+        return message
+
+    if actions.run(REORDER_RESULT, work, cfg=ctx.config, action="execute a reassignment", scope="reassign-reorder"):
+        actions.clear(REORDER_RESULT)
+
+
+def _reorder_offer(ctx: frame.PageContext, live) -> None:
+    held = st.session_state.get(REORDER)
+    if not held or held[0] != ctx.cluster.name or live is None:
+        return
+    _, plan, text = held
+    st.warning(f"Kafka puts a cancelled partition back on its original replicas in the order of the reassignment "
+               f"(target first), not in their original order, so its preferred leader changed for: {md(text)}. This "
+               "reassignment restores the order without moving data:", icon=":material/swap_vert:")
+    st.code(plan.to_json(), language="json", wrap_lines=True)
+    reason = actions.blocked_reason(ctx.config, "execute a reassignment")
+    risks = plan_risks(plan, live)
+    for risk in risks:
+        st.error(f"**The restore may never finish.** {md(risk)}.", icon=":material/report:")
+    # the confirmation on its own line, the button under it: a label in a column is cut at 900 px
+    confirm = st.checkbox(f"Restore the replica order of {len(plan.entries):,} partition(s)",
+                          key=f"ra_reorder_confirm_{actions.fingerprint(plan.to_json())}", disabled=reason is not None)
+    accepted = risk_boxes(risks, f"reorder:{actions.fingerprint(plan.to_json())}", disabled=reason is not None)
+    busy = bool(live.in_progress.reassignment)
+    st.button("Restore order", key="ra_restore_order", icon=":material/swap_vert:", on_click=_restore_order,
+              args=(ctx, plan, accepted),
+              disabled=reason is not None or busy or not confirm or len(accepted) < len(risks),
+              help=reason or ("Offered once no reassignment is running" if busy else
+                              "Execute this reassignment: the same replicas, in their order before the cancel"))
+    actions.show(REORDER_RESULT, scope="reassign-reorder")
+
+
+def cancel_section(ctx: frame.PageContext, run: FollowedRun | None = None, live=None) -> bool:
+    """Cancel the running reassignment of `run`'s partitions (None: every running one, the CLI's --all), with a
+    confirmation, or say what cancelling needs; then what the last cancel did and the order restore it calls for.
+    True when something about a running reassignment was drawn."""
+    live = ctx.conn.snapshot() if live is None else live
+    context = "all" if run is None else str(run.action_id)
+    running = ctx.conn.derived("reassign.running", live, running_keys) if live is not None else frozenset()
+    keys = sorted(running if run is None else running & set(run.plan.assignment()))
+    if keys and not ctx.cluster.bootstrap:
+        st.caption(":material/info: Cancelling a running reassignment needs the cluster's `bootstrap` servers in "
+                   "keel.toml (Kafka's Admin API, Kafka 2.4+). From a shell:")
+        which = "--all" if run is None else "--reassignment-json-file plan.json"
+        st.code(f"python -m core cancel --zk {ctx.cluster.zk} --bootstrap-server HOST:PORT {which} "
+                f"--cluster {ctx.cluster.name}", language="bash", wrap_lines=True)
+    elif keys:
+        reason = actions.blocked_reason(ctx.config, "cancel the reassignment")
+        whose = "of every running reassignment" if run is None else f"of action #{run.action_id}"
+        confirm = st.checkbox(f"Cancel the {len(keys):,} running partition(s) {whose}: Kafka moves them back to "
+                              "their original replicas, then the throttles are removed",
+                              key=f"ra_cancel_confirm_{context}", disabled=reason is not None)
+        st.button("Cancel reassignment", key="ra_cancel", icon=":material/cancel:", on_click=_cancel, args=(ctx, run),
+                  disabled=reason is not None or not confirm,
+                  help=reason or "kafka-reassign-partitions --cancel (Kafka 2.4+, through the brokers' Admin API at "
+                                 f"{md(ctx.cluster.bootstrap)})")
+    actions.show(CANCEL_RESULT, scope="reassign-cancel", context=context, only_current=True)
+    _reorder_offer(ctx, live)
+    return bool(keys)
 
 
 # --- the progress panel -----------------------------------------------------------------------------------------
@@ -272,9 +418,14 @@ def _statuses(ctx: frame.PageContext, run: FollowedRun, live):
 
 
 def finished(ctx: frame.PageContext, run: FollowedRun) -> bool:
-    """Nothing of `run` is still moving or off target (every partition complete or gone)."""
+    """Nothing of `run` is still moving or off target (every partition complete or gone); once cancelled, nothing
+    of it is still moving (its partitions are back on their original replicas, off this plan's target)."""
     live = ctx.conn.snapshot()
-    return live is not None and all(p.status.finished for p in _statuses(ctx, run, live))
+    if live is None:
+        return False
+    if run.cancelled is not None:
+        return all(p.status != reassign.IN_FLIGHT for p in _statuses(ctx, run, live))
+    return all(p.status.finished for p in _statuses(ctx, run, live))
 
 
 STUCK_COLUMNS = ["Topic", "Partition", "Why", "Brokers", "What to do"]
@@ -321,9 +472,10 @@ def progress_panel(ctx: frame.PageContext) -> None:
         _update(run, settled_seen=True)
         st.rerun()
 
-    st.subheader(f"Action #{run.action_id}: {run.label}", anchor=False)
+    heading = run.label if run.label == f"Action #{run.action_id}" else f"Action #{run.action_id}: {run.label}"
+    st.subheader(heading, anchor=False)
     with st.container(border=True, key="ra_progress"):
-        head = st.columns([5, 1], vertical_alignment="center")
+        head = st.columns([4, 1], vertical_alignment="center")
         throttle = f"throttle {run.throttle:,} B/s" if run.throttle else "unthrottled"
         if run.throttle and run.throttled_brokers:
             throttle += f" on broker(s) {rs.ids(run.throttled_brokers)}"
@@ -358,7 +510,12 @@ def progress_panel(ctx: frame.PageContext) -> None:
                 st.success(f"Complete and verified: {every} and the throttles are gone.",
                            icon=":material/check_circle:")
             else:
-                st.success(f"Complete: {every}. Verify to remove the throttles.", icon=":material/check_circle:")
+                st.success(f"Complete: {every}." + (" Verify to remove the throttles." if run.throttle else
+                                                     " Verify to confirm it."), icon=":material/check_circle:")
+        elif run.cancelled is not None:
+            st.info(f"Cancelled (action #{run.cancelled}): Kafka moved the cancelled partitions back to their original "
+                    f"replicas; {counts[reassign.NOT_AT_TARGET]:,} partition(s) are not at this plan's target.",
+                    icon=":material/cancel:")
         else:
             st.warning(f"{counts[reassign.NOT_AT_TARGET]:,} partition(s) are neither at their target nor moving: the "
                        "controller did not (or could not) apply them, or something changed them since.",
@@ -395,6 +552,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
                         disabled=reason is not None or finished_ != total or bool(running)
                         or len(accepted) < len(risks),
                         help=reason or f"{len(nxt.keys[nxt.index]):,} partition(s), once this wave is complete")
+        cancelling = cancel_section(ctx, run, live)
         if run.rollback is not None:
             roll_help = reason or (reassign.CANNOT_CANCEL + "." if running else
                                    "Execute the saved rollback: the replicas these partitions had before "
@@ -403,15 +561,17 @@ def progress_panel(ctx: frame.PageContext) -> None:
                 "reassign.rollback_risks", live, lambda s: plan_risks(run.rollback, s), key=run.action_id)
             for risk in risks:
                 st.error(f"**The rollback may never finish.** {md(risk)}.", icon=":material/report:")
-            r = st.columns([3, 1], vertical_alignment="center")  # its own row: the label is a sentence
-            confirm = r[0].checkbox(f"Restore the {total:,} partition(s) to their replicas before "
-                                    f"action #{run.action_id}", key=f"ra_roll_confirm_{run.action_id}",
-                                    disabled=reason is not None or bool(running))
+            # the confirmation on its own line, the button under it: a label in a column is cut at 900 px
+            confirm = st.checkbox(f"Restore the {total:,} partition(s) to their replicas before "
+                                  f"action #{run.action_id}", key=f"ra_roll_confirm_{run.action_id}",
+                                  disabled=reason is not None or bool(running))
             accepted = risk_boxes(risks, f"rollback:{run.action_id}", disabled=reason is not None)
-            r[1].button("Roll back", key="ra_rollback", icon=":material/undo:", on_click=_rollback,
-                        args=(ctx, run, accepted), help=roll_help, width="stretch",
-                        disabled=reason is not None or bool(running) or not confirm or len(accepted) < len(risks))
-        st.caption(f":material/info: {reassign.CANNOT_CANCEL}. Rollback is enabled once no reassignment is running.")
+            st.button("Roll back", key="ra_rollback", icon=":material/undo:", on_click=_rollback,
+                      args=(ctx, run, accepted), help=roll_help,
+                      disabled=reason is not None or bool(running) or not confirm or len(accepted) < len(risks))
+        if running and not cancelling:
+            st.caption(f":material/info: {reassign.CANNOT_CANCEL}. Rollback is enabled once no reassignment is "
+                       "running.")
         actions.show(RUN_RESULT, scope="reassign-run", context=str(run.action_id), only_current=True)
 
 
