@@ -8,7 +8,11 @@ The pattern a page follows:
   input changed) gets a fresh, unticked confirmation;
 * the apply button calls `run(...)` from its `on_click`, with the draft bound as an argument at render time:
   the write uses exactly the draft the operator looked at (the engine re-validates it against live state);
-* `show(...)` draws the stored result on the next run.
+* `show(...)` draws the stored result on the next run;
+* the button also carries a `guard(...)` of the form as drawn: a text field commits its value when it loses
+  focus, so typing a new value and clicking at once sends both in one request, and the click would otherwise run
+  with the draft drawn *before* the edit (measured: a topic created with 6 partitions while the field said 12).
+  `run(..., form=)` refuses such a click, and one whose confirmation is not ticked any more, writing nothing.
 
 Nothing here imports kazoo: writes go through core.zk.* with the connection's session (frame.Connection).
 """
@@ -107,6 +111,66 @@ def fingerprint(*parts: Any) -> str:
 # --- running an action and showing what came of it --------------------------------------------------
 
 
+# --- the form as drawn, checked again at click time ------------------------------------------------------
+
+
+class StaleFormError(KeelError):
+    """The button was pressed for a form that changed, or a confirmation that went, before the click reached the
+    server; nothing was written."""
+
+
+@dataclass(frozen=True)
+class FormGuard:
+    """The widget values behind a draft when its button was drawn (digests), and the confirmation box it needs."""
+
+    values: tuple[tuple[str, str], ...]
+    confirm: str | None = None
+
+
+def _digest(value: Any) -> str | None:
+    """A comparable digest of a widget's value; None for values no typing changes (buttons, toggles, caches)."""
+    if isinstance(value, bool):
+        return None
+    if hasattr(value, "file_id"):  # an UploadedFile
+        value = ("file", value.file_id)
+    elif not (value is None or isinstance(value, (str, int, float, list, dict))):
+        return None
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _form_values(keys: tuple[str, ...], prefixes: tuple[str, ...]) -> dict[str, str]:
+    state = st.session_state
+    # only widgets that exist now: one first drawn below the button gets its default after this (not an edit)
+    names = {k for k in keys if k in state} | {k for k in state.keys() if isinstance(k, str) and k.startswith(prefixes)}
+    out = {}
+    for k in sorted(names):
+        d = _digest(state.get(k))
+        if d is not None:
+            out[k] = d
+    return out
+
+
+def guard(*keys: str, prefixes: tuple[str, ...] = (), confirm: str | None = None) -> FormGuard:
+    """Call right before drawing the button: the values of the widgets `keys` and of every widget whose key starts
+    with one of `prefixes` (text, numbers, choices, editors, uploads; not buttons or toggles), and the key of the
+    confirmation checkbox the click needs."""
+    return FormGuard(tuple(_form_values(tuple(keys), prefixes).items()), confirm)
+
+
+def check_guard(g: FormGuard) -> None:
+    drawn = dict(g.values)
+    now = _form_values(tuple(drawn), ())
+    changed = sorted(k for k in drawn if now.get(k) != drawn[k])
+    if changed:
+        raise StaleFormError("The form changed as the button was pressed (an edit had not been applied yet): "
+                             "nothing was written.", hint="check the preview, which now shows the edit, confirm "
+                                                          "it and press the button again")
+    if g.confirm is not None and st.session_state.get(g.confirm) is not True:
+        raise StaleFormError("The confirmation for what is on screen is not ticked: nothing was written.",
+                             hint="tick it and press the button again")
+
+
 @dataclass(frozen=True)
 class Result:
     ok: bool
@@ -117,7 +181,7 @@ class Result:
 
 
 def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, scope: str | None = None,
-        context: str | None = None, needs: access.Role | None = None) -> bool:
+        context: str | None = None, needs: access.Role | None = None, form: FormGuard | None = None) -> bool:
     """Call `work()` (an engine write returning a plain-text summary, one line per line) behind the role gate
     (core.access.check: this session's identity on the selected cluster); store the outcome in
     st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either. Messages are stored
@@ -127,6 +191,8 @@ def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, sco
     drawn: an instance switched to read-only, or a role taken away, refuses a click on a page that was open
     before. A refusal for lack of role is recorded; what `work()` records names the actor, source and role."""
     try:
+        if form is not None:
+            check_guard(form)
         try:
             _check(cfg, action, needs)
             now = frame.config()
@@ -142,7 +208,8 @@ def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, sco
         with acting(who.actor, who.source, decision.role.value):
             message = work()
     except KeelError as e:
-        st.session_state[slot] = Result(False, md_text(e), scope, context)
+        # a stale click is about the form, not one draft: it shows with whatever preview is drawn next
+        st.session_state[slot] = Result(False, md_text(e), scope, None if isinstance(e, StaleFormError) else context)
         return False
     except Exception as e:  # an unexpected failure is still a message on the page, never a traceback
         log.exception("%s failed", action)
@@ -157,9 +224,9 @@ def show(slot: str, *, scope: str | None = None, context: str | None = None, onl
          ) -> Result | None:
     """Draw the stored result of `slot` if it belongs here (same scope), until the next attempt. A failure about
     a draft that is no longer the one on screen says so (the cluster or the inputs changed since); with
-    `only_current`, a result about another context is not shown at all."""
+    `only_current`, a result about another context is not shown at all (one about no context still is)."""
     r: Result | None = st.session_state.get(slot)
-    if r is None or r.scope != scope or (only_current and r.context != context):
+    if r is None or r.scope != scope or (only_current and r.context is not None and r.context != context):
         return None
     if r.ok:
         st.success(r.message, icon=":material/check_circle:")

@@ -468,6 +468,12 @@ def test_topic_actions_and_history(small, zk_connect, tmp_path, monkeypatch, sto
     assert f"marked topic {name} for deletion" in texts(at.success).lower()
     # the emulator's controller deletes it
     wait_until(lambda: not small.session.exists(zf.topic_path(name)), timeout=15, message="the deletion")
+    live_connection("demo").live.wait_for(lambda s: s.topic(name) is None)
+    at.run()  # gone: the page stays on it, with the deletion's outcome, rather than jumping to another topic
+    ok(at)
+    assert at.selectbox(key="topic").value == name
+    assert f"marked topic {name} for deletion" in texts(at.success).lower()
+    assert "no longer exists" in texts(at.warning)
 
     # --- internal topics: refused with the engine's messages
     at.run()

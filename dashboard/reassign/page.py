@@ -443,7 +443,9 @@ def execute_panel(p: rs.Planned) -> None:
     st.button("Execute reassignment" if wave_run is None else f"Execute {label.lower()}", type="primary",
               icon=":material/play_arrow:", key="ra_execute", help=reason,
               disabled=reason is not None or not confirmed or len(accepted) < len(risks),
-              on_click=reassign_run.execute, args=(ctx, doc, throttle, context, label, wave_run, accepted))
+              on_click=reassign_run.execute,
+              args=(ctx, doc, throttle, context, label, wave_run, accepted,
+                    actions.guard("goal", "strategy", "drain", prefixes=("ra_",), confirm=f"ra_confirm_{context}")))
     actions.show(reassign_run.RESULT, scope="reassign", context=context, only_current=True)
 
 

@@ -202,11 +202,11 @@ def _start(ctx: frame.PageContext, doc: ReassignmentPlan, throttle: int | None, 
 
 
 def execute(ctx: frame.PageContext, doc: ReassignmentPlan, throttle: int | None, context: str, label: str,
-            waves: Waves | None, accepted=()) -> None:
+            waves: Waves | None, accepted=(), form: actions.FormGuard | None = None) -> None:
     """on_click of Execute: write `doc` (the plan, or its first wave) with the throttle, then follow it. The
     success message goes with the run (its panel shows it); a refusal stays by the button."""
     if actions.run(RESULT, lambda: _start(ctx, doc, throttle, label, waves, accepted), cfg=ctx.config,
-                   action="execute a reassignment", scope="reassign", context=context):
+                   action="execute a reassignment", scope="reassign", context=context, form=form):
         actions.clear(RESULT)
 
 

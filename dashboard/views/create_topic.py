@@ -70,14 +70,14 @@ def _reshuffle() -> None:
     st.session_state[SEED] = random.SystemRandom().randrange(2 ** 31)
 
 
-def _create(draft: CreateTopicDraft, context: str, accepted: list[str]) -> None:
+def _create(draft: CreateTopicDraft, context: str, accepted: list[str], form: actions.FormGuard) -> None:
     def work() -> str:
         applied = topic_admin.create_topic(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
                                            actor=actions.actor(), accept_risks=list(accepted))
         conn.await_change(lambda s: s.topic(draft.name) is not None)
         return f"{applied.summary[0].upper()}{applied.summary[1:]} (action #{applied.action_id} in History)."
 
-    if actions.run(RESULT, work, cfg=cfg, action=f"create topic {draft.name}", context=context):
+    if actions.run(RESULT, work, cfg=cfg, action=f"create topic {draft.name}", context=context, form=form):
         st.session_state["ct_name"] = ""  # the next topic starts from a clean name and a fresh draw
         _reshuffle()
 
@@ -301,5 +301,7 @@ if draft is not None:
 st.button("Create topic", type="primary", icon=":material/add_circle:", key="ct_create",
           disabled=reason is not None or draft is None or not confirmed or len(accepted) < len(draft.risks),
           help=reason or (None if draft is not None else "Fix the form first"),
-          on_click=_create, args=(draft, context, accepted) if draft is not None else None)
+          on_click=_create, args=(draft, context, accepted, actions.guard(prefixes=("ct_",),
+                                                                            confirm=f"ct_confirm_{context}"))
+          if draft is not None else None)
 actions.show(RESULT, context=context)

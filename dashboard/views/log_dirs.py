@@ -161,7 +161,7 @@ st.caption(f"{len(plan.moves)} move(s), {_size(plan.bytes_moved)}. Kafka's own t
 context = actions.fingerprint(doc)
 
 
-def _execute(document: dict) -> None:
+def _execute(document: dict, form: actions.FormGuard) -> None:
     def work() -> str:
         from core.kafka.jbod import alter_log_dirs, describe, wait_moved
 
@@ -188,7 +188,7 @@ def _execute(document: dict) -> None:
                 + (f", {len(pending)} still copying (check again with Read from the brokers)" if pending else "")
                 + "." + ("\n" + "\n".join(notes) if notes else ""))
 
-    actions.run(RESULT, work, cfg=cfg, action="move replicas between log directories", context=context)
+    actions.run(RESULT, work, cfg=cfg, action="move replicas between log directories", context=context, form=form)
 
 
 if not cluster.bootstrap:
@@ -200,5 +200,6 @@ actions.show_blocked(reason)
 ok = st.checkbox(f"I have reviewed the {len(plan.moves)} move(s) ({_size(plan.bytes_moved)} copied inside the "
                  "brokers)", key=f"ld_confirm_{context}", disabled=reason is not None)
 st.button("Execute (alterReplicaLogDirs)", type="primary", icon=":material/drive_file_move:", key="ld_execute",
-          disabled=reason is not None or not ok, help=reason, on_click=_execute, args=(doc,))
+          disabled=reason is not None or not ok, help=reason, on_click=_execute,
+          args=(doc, actions.guard(prefixes=("ld_plan_",), confirm=f"ld_confirm_{context}")))
 actions.show(RESULT, context=context)

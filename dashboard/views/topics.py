@@ -173,8 +173,11 @@ def live() -> None:
     st.subheader("Partitions", anchor=False)
     names = view["Topic"].tolist()
     chosen = st.session_state.get("topic")
-    if chosen is not None and chosen not in names and chosen in snap.topic_by_name:
-        names = [chosen] + names  # keep the chosen topic selectable while the filter hides it
+    just_deleted = getattr(st.session_state.get(ACTION_RESULT), "scope", None) == f"delete:{chosen}"
+    if chosen is not None and chosen not in names and (chosen in snap.topic_by_name or just_deleted):
+        # keep the chosen topic selectable while the filter hides it, or once the controller has deleted it
+        # (its deletion's outcome stays on screen instead of the page jumping to another topic)
+        names = [chosen] + names
     topic_name = st.selectbox("Topic", names, index=None, key="topic", placeholder="Choose a topic…",
                               bind="query-params")
     if topic_name is None:
@@ -235,40 +238,40 @@ def live() -> None:
 # --- actions on the selected topic (operator only) ---------------------------------------------------
 
 
-def _apply(kind: str, topic: str, work, context: str | None) -> None:
+def _apply(kind: str, topic: str, work, context: str | None, form: actions.FormGuard) -> None:
     actions.run(ACTION_RESULT, work, cfg=cfg, action=f"{kind} topic {topic}", scope=f"{kind}:{topic}",
-                context=context)
+                context=context, form=form)
 
 
-def _add_partitions(draft: AddPartitionsDraft, context: str) -> None:
+def _add_partitions(draft: AddPartitionsDraft, context: str, form: actions.FormGuard) -> None:
     def work() -> str:
         applied = topic_admin.add_partitions(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
                                              actor=actions.actor())
         conn.await_change(lambda s: (t := s.topic(draft.name)) is not None and len(t.partitions) >= draft.new_total)
         return f"Added {len(draft.new_assignment):,} partitions to {draft.name} ({draft.old_total:,} → " \
                f"{draft.new_total:,}); action #{applied.action_id} in History."
-    _apply("grow", draft.name, work, context)
+    _apply("grow", draft.name, work, context, form)
 
 
 def _alter_config(name: str, to_set: dict[str, str], to_delete: list[str], expected: dict[str, str],
-                  context: str, accepted: list[str]) -> None:
+                  context: str, accepted: list[str], form: actions.FormGuard) -> None:
     def work() -> str:
         applied = topic_admin.alter_config(conn.write_session(), actions.store(), name, set=to_set, delete=to_delete,
                                            cluster=ctx.cluster.name, actor=actions.actor(),
                                            accept_risks=list(accepted))
         conn.await_change(lambda s: (t := s.topic(name)) is not None and dict(t.config) == expected)
         return f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History."
-    _apply("configure", name, work, context)
+    _apply("configure", name, work, context, form)
 
 
-def _delete(name: str) -> None:
+def _delete(name: str, form: actions.FormGuard) -> None:
     def work() -> str:
         applied = topic_admin.delete_topic(conn.write_session(), actions.store(), name, cluster=ctx.cluster.name,
                                            actor=actions.actor())
         conn.await_change(lambda s: name in s.in_progress.deletion or s.topic(name) is None)
         return (f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History. "
                 "The controller deletes it from every broker (when delete.topic.enable is true).")
-    _apply("delete", name, work, None)
+    _apply("delete", name, work, None, form)
 
 
 def topic_actions(snap: ClusterSnapshot, topic: Topic) -> None:
@@ -329,7 +332,9 @@ def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None)
     ok = st.checkbox(f"Add {len(rows):,} partition(s) to **{md(topic.name)}** ({current:,} → {new_total:,})",
                      key=f"ap_confirm::{context}", disabled=reason is not None)
     st.button("Add partitions", type="primary", key="ap_apply", disabled=reason is not None or not ok,
-              help=reason, on_click=_add_partitions, args=(draft, context))
+              help=reason, on_click=_add_partitions,
+              args=(draft, context, actions.guard(f"ap_total::{topic.name}::{current}",
+                                                  confirm=f"ap_confirm::{context}")))
     actions.show(ACTION_RESULT, scope=f"grow:{topic.name}", context=context)
 
 
@@ -405,7 +410,9 @@ def _config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> Non
                                disabled=reason is not None)]
     st.button("Apply config", type="primary", key="cfg_apply", help=reason,
               disabled=reason is not None or not ok or len(accepted) < len(draft.risks),
-              on_click=_alter_config, args=(topic.name, to_set, to_delete, draft.new, context, accepted))
+              on_click=_alter_config, args=(topic.name, to_set, to_delete, draft.new, context, accepted,
+                                            actions.guard(prefixes=(f"cfg_edit::{topic.name}::",),
+                                                          confirm=f"cfg_confirm::{context}")))
     actions.show(ACTION_RESULT, scope=f"configure:{topic.name}", context=context)
 
 
@@ -422,7 +429,8 @@ def delete_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None
     typed = st.text_input(f"Type **{md(topic.name)}** to confirm", key=f"del_confirm::{topic.name}",
                           disabled=reason is not None)
     st.button("Delete topic", type="primary", key="del_apply", icon=":material/delete:",
-              disabled=reason is not None or typed != topic.name, help=reason, on_click=_delete, args=(topic.name,))
+              disabled=reason is not None or typed != topic.name, help=reason, on_click=_delete,
+              args=(topic.name, actions.guard(f"del_confirm::{topic.name}")))
     actions.show(ACTION_RESULT, scope=f"delete:{topic.name}")
 
 
