@@ -13,15 +13,16 @@ import time
 
 from core import zkformat as zf
 from tests.kafka_tree import dump_tree
-from tests.test_dashboard_actions import (  # noqa: F401  (demo, store: fixtures)
+from tests.test_dashboard_actions import (  # noqa: F401  (demo, frozen_tree, store: fixtures)
     by_prefix,
     demo,
+    frozen_tree,
     errors,
     ok,
     open_page,
     store,
 )
-from tests.test_dashboard_apptest import texts
+from tests.test_dashboard_apptest import app, texts, write_config
 from tests.test_dashboard_reassign import plan_drain, quick, victim_of  # noqa: F401  (quick: fixture)
 from tests.test_e2e_chromium import (  # noqa: F401  (fixtures)
     body_text,
@@ -109,6 +110,20 @@ def test_reassign_throttle_edit_and_execute_in_one_request(quick, zk_connect, tm
     assert STALE in texts(at.error)
     assert not quick.session.exists(zf.REASSIGN) and store.actions() == []
     assert dump_tree(quick.session) == before
+
+
+def test_election_scope_change_and_click_in_one_request(frozen_tree, zk_connect, tmp_path, monkeypatch, store):
+    write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
+    at = app().run()
+    at.switch_page("views/leaders.py").run()
+    by_prefix(at.checkbox, "ld_confirm_").check().run()  # all partitions: t-0
+    before = dump_tree(frozen_tree)
+    at.radio(key="scope").set_value("One broker")
+    at.button(key="ld_elect").click()
+    at.run()
+    ok(at)
+    assert STALE in errors(at)
+    assert dump_tree(frozen_tree) == before and store.actions() == []
 
 
 def field(driver, label):

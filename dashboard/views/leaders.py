@@ -75,7 +75,7 @@ def over_threshold(summary: health.ClusterSummary) -> list[int]:
     return [b.broker_id for b in summary.brokers if b.over_threshold and b.alive]
 
 
-def _trigger(scope: dict, context: str) -> None:
+def _trigger(scope: dict, context: str, form: actions.FormGuard | None = None) -> None:
     def work() -> str:
         done = election.trigger(conn.write_session(), actions.store(), cluster=ctx.cluster.name,
                                 actor=actions.actor(), **scope)
@@ -91,7 +91,7 @@ def _trigger(scope: dict, context: str) -> None:
                 + f" (action #{done.action_id} in History).")
 
     actions.run(RESULT, work, cfg=cfg, action="trigger a preferred leader election", scope="leaders",
-                context=context)
+                context=context, form=form)
 
 
 def _dismiss() -> None:
@@ -319,7 +319,9 @@ def live() -> None:
                                  help="For kafka-leader-election.sh --election-type preferred "
                                       "--path-to-json-file (or kafka-preferred-replica-election.sh before 2.4)")
             st.button("Elect preferred leaders", type="primary", icon=":material/how_to_vote:", key="ld_elect",
-                      disabled=reason is not None or not ok, help=reason, on_click=_trigger, args=(scope, context))
+                      disabled=reason is not None or not ok, help=reason, on_click=_trigger,
+                      args=(scope, context, actions.guard("scope", "topic", "broker", "ld_partitions", "ld_file",
+                                                          confirm=f"ld_confirm_{context}")))
     if not last:
         actions.show(RESULT, scope="leaders", context=context)
 
