@@ -14,9 +14,8 @@ import socket
 import pytest
 
 from core import zkformat as zf
-from core.zk.session import ZkSession
 from dashboard.reassign import plan_view as rs
-from tests.kafka_tree import dump_tree, write_cluster, write_topic
+from tests.kafka_tree import dump_tree
 from tests.test_dashboard_actions import (  # noqa: F401  (store: fixture; fresh_connections: autouse fixture)
     by_prefix,
     errors,
@@ -24,21 +23,13 @@ from tests.test_dashboard_actions import (  # noqa: F401  (store: fixture; fresh
     store,
 )
 from tests.test_dashboard_apptest import app, fresh_connections, texts, write_config  # noqa: F401
+from tests.test_dashboard_reassign import frozen_tree  # noqa: F401  (a fixture: brokers 1-4, no controller)
 
 PAGE = "reassign/page.py"
 # kafka-python 3.0 loads its protocol schemas with importlib.resources' deprecated read_text (as in tests/kafka)
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
 RUNNING = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [3, 4]},
                                         {"topic": "t", "partition": 1, "replicas": [4, 1]}]}
-
-
-@pytest.fixture
-def frozen_tree(zk_connect):
-    """Brokers 1-4 registered, no controller to act: a reassignment node stays until deleted."""
-    with ZkSession.open(zk_connect) as s:
-        write_cluster(s, {1: None, 2: None, 3: None, 4: None})
-        write_topic(s, "t", {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]})
-        yield s
 
 
 @pytest.fixture
