@@ -303,6 +303,14 @@ def alert_under(driver, text: str, keys: list[str]) -> dict:
     return alert
 
 
+# the labels of visible buttons in the main area whose text does not fit (ellipsis or clipped)
+CUT_BUTTONS = """
+return [...document.querySelectorAll('[data-testid=stMain] button')].filter(b => b.offsetParent !== null)
+  .filter(b => [b, ...b.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1))
+  .map(b => b.innerText.trim());
+"""
+
+
 @pytest.mark.parametrize("width", [900, 1600])
 def test_number_fields_read_what_was_typed(url, browser, tmp_path, width):
     """10**20 partitions typed on Create topic and Add partitions reaches the engine and is refused with its message
@@ -316,6 +324,8 @@ def test_number_fields_read_what_was_typed(url, browser, tmp_path, width):
     browser.find_element(By.CSS_SELECTOR, ".st-key-ct_name input").send_keys("typed-test", Keys.TAB)
     wait_js(browser, "return [...document.querySelectorAll('[data-testid=stCheckbox] label')].some("
                      "l => l.innerText.includes('6 partition'))", message="the preview of 6 partitions")
+    cut = browser.execute_script(CUT_BUTTONS)
+    assert cut == [], f"button labels cut short at {width} px: {cut}"  # Reshuffle showed as "R…" at 900 px
     keys = ["ct_partitions", "ct_rf", "ct_rack_mode", "ct_fixed"]
     boxes = browser.execute_script(FIELD_BOXES, keys)
     assert [b["key"] for b in boxes] == keys

@@ -157,11 +157,11 @@ if placement == PLACEMENTS[0]:
     numbers_ok = not ui.invalid(*fields)
     partitions, rf, fixed = (f.value for f in fields)
     if fixed == -1:
-        r = st.columns([4, 1], vertical_alignment="center")
-        r[0].caption(f"Random start index and replica shift drawn with seed `{st.session_state[SEED]}`: the "
-                     "preview below is exactly what Create writes.")
-        r[1].button("Reshuffle", icon=":material/shuffle:", on_click=_reshuffle, key="ct_reshuffle",
-                    width="stretch")
+        # the button keeps its width (a fifth of a narrow page cut it to "R…"); the caption wraps beside it
+        r = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+        r.caption(f"Random start index and replica shift drawn with seed `{st.session_state[SEED]}`: the "
+                  "preview below is exactly what Create writes.")
+        r.button("Reshuffle", icon=":material/shuffle:", on_click=_reshuffle, key="ct_reshuffle", width="content")
 else:
     assignment_text = st.text_area(
         "Replica assignment", key="ct_assignment", placeholder="1:2:3,2:3:1,3:1:2",
