@@ -153,7 +153,8 @@ PAGES = {  # path -> how many metrics it shows at least, once drawn
 @pytest.mark.parametrize("width", [900, 1600])
 def test_every_metric_is_readable(url, browser, tmp_path, width):
     """Issue 16, defect 3: at 900 px "Replicas moved 226" showed as "2.", "Brokers alive 9/9" as "9..", health labels
-    shrank to one letter; at 1600 px "Moves ÷ lower bou…" was cut. No metric's label, value or delta is cut."""
+    shrank to one letter; at 1600 px "Moves ÷ lower bou…" was cut. No metric's label, value or delta is cut, and
+    no button's label either."""
     browser.set_window_size(width, 1300)
     for path, count in PAGES.items():
         browser.get(f"{url}/{path}")
@@ -164,6 +165,7 @@ def test_every_metric_is_readable(url, browser, tmp_path, width):
         shot(browser, tmp_path, f"metrics-{width}-{path.split('?')[0] or 'overview'}")
         assert found["count"] >= count
         assert found["truncated"] == [], (width, path, found["truncated"])
+        assert browser.execute_script(CUT_BUTTONS) == [], (width, path, "button labels cut short")
 
 
 # --- search as you type -----------------------------------------------------------------------------------------

@@ -386,18 +386,19 @@ def changes(p: rs.Planned) -> None:
 
 
 def downloads(p: rs.Planned) -> None:
-    c = st.columns(3)
-    c[0].download_button(f"Plan JSON ({len(p.plan.entries):,} partitions)", p.plan_json, key="ra_download_plan",
-                         file_name="reassignment.json", mime="application/json", on_click="ignore",
-                         icon=":material/download:", width="stretch",
-                         help="kafka-reassign-partitions.sh --execute --reassignment-json-file reassignment.json")
-    c[1].download_button("Rollback JSON", p.rollback_json, key="ra_download_rollback", file_name="rollback.json",
-                         mime="application/json", on_click="ignore", icon=":material/undo:", width="stretch",
-                         help="The current replicas of these partitions: execute it to undo the plan")
+    # a wrapping row, each button as wide as its label (three equal columns cut them at 900 px)
+    c = st.container(horizontal=True, gap="small")
+    c.download_button(f"Plan JSON ({len(p.plan.entries):,} partitions)", p.plan_json, key="ra_download_plan",
+                      file_name="reassignment.json", mime="application/json", on_click="ignore",
+                      icon=":material/download:", width="content",
+                      help="kafka-reassign-partitions.sh --execute --reassignment-json-file reassignment.json")
+    c.download_button("Rollback JSON", p.rollback_json, key="ra_download_rollback", file_name="rollback.json",
+                      mime="application/json", on_click="ignore", icon=":material/undo:", width="content",
+                      help="The current replicas of these partitions: execute it to undo the plan")
     report = p.derived("report", lambda: json.dumps(p.result.to_dict(), indent=2))
-    c[2].download_button("Report JSON", report, key="ra_download_report", file_name="reassignment-report.json",
-                         mime="application/json", on_click="ignore", icon=":material/analytics:", width="stretch",
-                         help="The metrics above, as python -m core plan --report writes them")
+    c.download_button("Report JSON", report, key="ra_download_report", file_name="reassignment-report.json",
+                      mime="application/json", on_click="ignore", icon=":material/analytics:", width="content",
+                      help="The metrics above, as python -m core plan --report writes them")
     box = st.expander("Plan JSON and equivalent commands", key="ra_json_open", on_change="rerun")
     if not box.open:  # drawn only when opened: up to 20,000 characters of JSON
         return

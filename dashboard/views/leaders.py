@@ -310,14 +310,14 @@ def live() -> None:
                             key="ld_before_after", config={"displayModeBar": False})
         if n_in:
             data = conn.derived("leaders.json", snap, lambda s: format_election(keys), key=context)
-            c = st.columns([3, 2], vertical_alignment="center")
-            ok = c[0].checkbox(f"Move the leadership of {n_in:,} partition(s) to their preferred replica",
-                               key=f"ld_confirm_{context}", disabled=reason is not None)
-            c[1].download_button(f"Download election JSON ({n_in:,} partitions)", data,
-                                 file_name="preferred-election.json", mime="application/json",
-                                 key="ld_download", icon=":material/download:", width="stretch",
-                                 help="For kafka-leader-election.sh --election-type preferred "
-                                      "--path-to-json-file (or kafka-preferred-replica-election.sh before 2.4)")
+            # the download on its own line, as wide as its label (a column cut it at 900 px)
+            st.download_button(f"Download election JSON ({n_in:,} partitions)", data,
+                               file_name="preferred-election.json", mime="application/json",
+                               key="ld_download", icon=":material/download:", width="content",
+                               help="For kafka-leader-election.sh --election-type preferred "
+                                    "--path-to-json-file (or kafka-preferred-replica-election.sh before 2.4)")
+            ok = st.checkbox(f"Move the leadership of {n_in:,} partition(s) to their preferred replica",
+                             key=f"ld_confirm_{context}", disabled=reason is not None)
             st.button("Elect preferred leaders", type="primary", icon=":material/how_to_vote:", key="ld_elect",
                       disabled=reason is not None or not ok, help=reason, on_click=_trigger,
                       args=(scope, context, actions.guard("scope", "topic", "broker", "ld_partitions", "ld_file",
