@@ -336,7 +336,7 @@ def _is_tls_failure(cause: str) -> bool:
 
 class _ConnectionCauses(logging.Handler):
     """kafka-python reports a bootstrap timeout without its cause (bad password, untrusted certificate); the cause
-    is only logged, from the client's I/O thread (`kafka-io-<client id>`). Keep the last few per client."""
+    is only logged, from the client's I/O thread (`kafka-io-<client id>`). Keep the recent ones per client."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -353,7 +353,10 @@ class _ConnectionCauses(logging.Handler):
         with self._lock:
             if len(self._by_thread) > 256:  # clients that never failed to time out; forget the oldest
                 self._by_thread.pop(next(iter(self._by_thread)))
-            self._by_thread.setdefault(record.threadName, deque(maxlen=4)).append(cause)
+            # every attempt of a bootstrap timeout (about 7 in 5 s, 1 s backoff at most): a broker that refuses
+            # credentials answers some attempts with the error and drops others ("socket disconnected"), so the
+            # refusal may be well before the last few (measured on 3.9.1 and 2.8.2)
+            self._by_thread.setdefault(record.threadName, deque(maxlen=64)).append(cause)
 
     def last(self, client_id: str) -> str | None:
         """The most telling recent cause for this client: an authentication or TLS failure over a disconnect."""

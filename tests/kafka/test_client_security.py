@@ -3,7 +3,10 @@ properties file Kafka's own tools take (`--command-config`, keel.toml `command_c
 
 One broker of its own (the shared three-broker cluster stays PLAINTEXT), in its own chroot, with three listeners:
 PLAINTEXT between brokers; SASL_PLAINTEXT with PLAIN and SCRAM-SHA-512; SSL requiring a client certificate (PEM
-key and trust stores, Kafka 2.7+). The CA and certificates are made here with `cryptography`.
+key and trust stores, Kafka 2.7+). The CA and certificates are made here with `cryptography`. The broker's own key
+is an unencrypted PEM file on Kafka 3.3+; before 3.3 a broker refuses a PEM key store without a key password
+("SSL PEM key store is specified, but key password is not specified.", KAFKA-12703), and Java 17 cannot decrypt the
+PBES2 PEM keys `cryptography` writes, so those brokers get the same key and certificate in a PKCS12 key store.
 
 Each working connection is compared with the PLAINTEXT answer (log dirs: the same partitions and bytes); each
 wrong setting (bad password, unknown SCRAM user, an untrusted broker certificate, no client certificate) must end
@@ -25,6 +28,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
 from core.sandbox import kafka as kafka_runner
@@ -40,6 +44,7 @@ SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_PASSWORD = "plain-Secret-1"
 SCRAM_PASSWORD = "scram-Secret-2"
 KEY_PASSWORD = "key-Secret-3"
+BROKER_STORE_PASSWORD = "broker-Store-5"  # the broker's PKCS12 key store (Kafka before 3.3)
 SECRETS = (PLAIN_PASSWORD, SCRAM_PASSWORD, KEY_PASSWORD, "wrong-Secret-4")
 
 
@@ -83,8 +88,10 @@ def pki(tmp_path_factory):
     (d / "other-ca.pem").write_bytes(_pem(other_ca))
     # The broker's key unencrypted: Java 17 cannot read PBES2-encrypted PKCS#8 ("PBES2 SecretKeyFactory not
     # available"), which is what `cryptography` writes.
-    (d / "broker.pem").write_bytes(_key_pem(broker_key) + _pem(_cert("127.0.0.1", broker_key, "keel-test-ca",
-                                                                      ca_key, ip="127.0.0.1")))
+    broker_cert = _cert("127.0.0.1", broker_key, "keel-test-ca", ca_key, ip="127.0.0.1")
+    (d / "broker.pem").write_bytes(_key_pem(broker_key) + _pem(broker_cert))
+    (d / "broker.p12").write_bytes(pkcs12.serialize_key_and_certificates(  # for brokers before 3.3 (module docstring)
+        b"broker", broker_key, broker_cert, None, serialization.BestAvailableEncryption(BROKER_STORE_PASSWORD.encode())))
     (d / "client.pem").write_bytes(_key_pem(client_key, KEY_PASSWORD)
                                    + _pem(_cert("keel", client_key, "keel-test-ca", ca_key)))
     return d
@@ -150,6 +157,10 @@ def secured(zk_server, pki, tmp_path_factory):
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki / "ca.pem"),
         "ssl.client.auth": "required",
     })
+    if not kafka_runner.version_at_least(VERSION, "3.3"):  # no unencrypted PEM key (module docstring)
+        cluster.overrides.update({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(pki / "broker.p12"),
+                                  "ssl.keystore.password": BROKER_STORE_PASSWORD,
+                                  "ssl.key.password": BROKER_STORE_PASSWORD})
     cluster.start(timeout=120)
     try:
         # a SCRAM user, as an SRE would add one (kafka-configs through the PLAINTEXT listener)

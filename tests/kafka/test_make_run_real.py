@@ -1,7 +1,8 @@
 """`make run KAFKA=real` (issue 14, item 3): the demo on REAL brokers. ZooKeeper, three Kafka brokers in the chroot
 /keel-real, the demo topics created through Keel and filled with data, broker 3 stopped, and the dashboard pointed at
 them through a generated keel.toml (cluster `real`, with the bootstrap servers); no controller emulator. Ctrl-C
-stops everything, the brokers by PID included.
+stops everything, the brokers by PID included. The brokers are the Kafka version this run of tests/kafka is about
+(KAFKA_VERSION=<that version> make run KAFKA=real).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from core.sandbox import kafka as kafka_runner
 from core.sandbox import zkserver
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
+from tests.kafka.realkafka import kafka_version
 from tests.sandbox_helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +61,7 @@ def test_make_run_kafka_real_shows_real_brokers_and_leaves_nothing_behind(tmp_pa
     run_dir = tmp_path / "run"
     # Kafka's jars: when the repository's cache is complete by scripts/kafka.sh's own check, this run's RUN_DIR links
     # it (kafka.sh then copies nothing); otherwise make run fetches into its RUN_DIR (never through the link).
-    version = kafka_runner.kafka_version()
+    version = kafka_version()  # the version this run of tests/kafka is about (make test-kafka-matrix)
     (run_dir / "kafka").mkdir(parents=True)
     cached = subprocess.run([str(REPO / "scripts" / "kafka.sh"), "lib"], cwd=REPO, capture_output=True,
                             env={**os.environ, "RUN_DIR": str(kafka_runner.run_dir()), "KAFKA_VERSION": version})
@@ -67,7 +69,7 @@ def test_make_run_kafka_real_shows_real_brokers_and_leaves_nothing_behind(tmp_pa
         (run_dir / "kafka" / version).symlink_to(kafka_runner.kafka_home(version))
 
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "KEEL_CONFIG", "KAFKA")}
-    env.update(ZK_PORT=str(zk_port), PORT=str(http_port), RUN_DIR=str(run_dir))
+    env.update(ZK_PORT=str(zk_port), PORT=str(http_port), RUN_DIR=str(run_dir), KAFKA_VERSION=version)
     log = open(tmp_path / "make-run.log", "wb")
     started = time.monotonic()
     make = subprocess.Popen(["make", "run", "KAFKA=real"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
