@@ -498,9 +498,14 @@ def throttles_seen_by_kafka(kafka: RealKafka, topics: list[str]) -> dict[str, di
 
     resources = [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in kafka.cluster.broker_ids]
     resources += [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
-    res = kafka.admin.describe_configs(resources)
+    return throttle_configs_of(kafka.admin.describe_configs(resources))
+
+
+def throttle_configs_of(answer: dict) -> dict[str, dict[str, str]]:
+    """A describe_configs answer {kind: {name: {key: {"value": ...}}}} reduced to the throttle keys, as
+    {"broker 1": {key: value}, ...}; entities without a throttle are left out."""
     out = {}
-    for kind, entities in res.items():
+    for kind, entities in answer.items():
         for name, entries in entities.items():
             found = {k: v["value"] for k, v in entries.items() if k in THROTTLE_KEYS}
             if found:

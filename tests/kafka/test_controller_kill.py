@@ -53,6 +53,7 @@ from tests.kafka.realkafka import (
     eventually,
     produce,
     running_reassignments,
+    throttle_configs_of,
 )
 
 CLUSTER = "controller-kill"
@@ -273,15 +274,7 @@ def _throttles_seen(admin: Admin, brokers: list[int], topic: str) -> dict[str, d
     resources = [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in brokers]
     resources.append(ConfigResource(ConfigResourceType.TOPIC, topic))
     res = admin._call(lambda: admin.client.describe_configs(resources))
-    if res is None:
-        return None
-    out = {}
-    for kind, entities in res.items():
-        for name, entries in entities.items():
-            found = {k: v["value"] for k, v in entries.items() if k in THROTTLE_KEYS}
-            if found:
-                out[f"{kind} {name}"] = found
-    return out
+    return None if res is None else throttle_configs_of(res)
 
 
 def _runs(xs: list[int]) -> str:
