@@ -20,9 +20,9 @@ Modes (`[auth] mode`):
   bound to any other address it is a viewer for everyone (anyone who reaches the port would act);
 * oidc / proxy: the role is the highest granted to the identity on that cluster, else `[access] default`
   (viewer). `[keel] role` is not used.
-The command line acts with the operator's own ZooKeeper credentials: it keeps its behaviour (every command
-allowed, read_only not applied) unless `[access]` names a `cli` principal; then it is checked like a person,
-read_only included.
+The command line acts with the operator's own ZooKeeper credentials: it keeps every right unless `[access]` names a
+`cli` principal; then it is checked like a person. read_only binds it either way. A cluster keel.toml does not name
+gets the least role any configured cluster gives (core.gate identifies the cluster a command reaches).
 """
 
 from __future__ import annotations
@@ -365,12 +365,23 @@ def rules_for(config: "KeelConfig", cluster: str | None) -> AccessRules:
 
 
 def resolve(who: Identity, config: "KeelConfig", cluster: str | None, *, exposed: bool = False) -> Decision:
-    """The role of `who` on `cluster` (None: a cluster keel.toml does not name; only the global rules apply)."""
+    """The role of `who` on `cluster`: a keel.toml cluster name, or None for a cluster keel.toml does not name
+    (the CLI's --zk matched none of them). Such a cluster gets the least role any configured cluster would give:
+    a connect string spelled differently must never open more than the cluster it stands for."""
+    if cluster is not None and cluster in config.clusters or not config.clusters:
+        return _resolve(who, config, cluster, exposed=exposed)
+    least = min((_resolve(who, config, name, exposed=exposed) for name in config.clusters),
+                key=lambda d: d.role.rank)
+    return Decision(least.role, f"not a cluster keel.toml names: the least role any of its clusters gives "
+                                f"({least.why})", read_only=least.read_only, exposed=least.exposed)
+
+
+def _resolve(who: Identity, config: "KeelConfig", cluster: str | None, *, exposed: bool) -> Decision:
     rules = rules_for(config, cluster)
     if who.source == CLI:
         if not rules.names_cli():
             return Decision(Role.ADMIN, "the command line acts with its own ZooKeeper credentials (keel.toml's "
-                                        "[access] names no cli rule)")
+                                        "[access] names no cli rule)", read_only=config.read_only)
         granted = [r for r, ps in rules.grants if any(_matches(p, who) for p in ps)]
         role = max(granted, key=lambda r: r.rank, default=Role.VIEWER)
         return Decision(role, f"[access] cli rules for {who.actor}", read_only=config.read_only)
@@ -410,15 +421,19 @@ def check(who: Identity, config: "KeelConfig", cluster: str | None, needed: Role
                             hint=f"set read_only = false in the [keel] table of {where}")
     if d.role.allows(needed):
         return d
-    on = f" on cluster {cluster}" if cluster else ""
+    known = cluster is not None and cluster in config.clusters
+    on = f" on cluster {cluster}" if known else " on a cluster keel.toml does not name" if config.clusters else ""
     if d.exposed:
         hint = ("nobody is signed in and this instance listens beyond loopback, so everyone who reaches it is a "
                 f'viewer: configure sign-in ([auth] mode = "oidc" or "proxy" in {where}; README, "Pointing Keel '
                 'at a real cluster"), or listen on 127.0.0.1 only')
+    elif who.source == CLI and not known:
+        hint = (f"a cluster keel.toml does not name gets the least role any of its clusters gives: add it to {where}, "
+                "or reach a configured cluster by its own connect string")
+    elif who.source == CLI:  # the CLI's role comes from [access] cli rules, whatever the sign-in mode
+        hint = f'grant "cli:{who.actor}" the {needed.value} role in [access] of {where}'
     elif who.source == NONE or config.auth.mode == NONE:
         hint = f'set role = "{needed.value}" in the [keel] table of {where}'
-    elif who.source == CLI:
-        hint = f'grant "cli:{who.actor}" the {needed.value} role in [access] of {where}'
     else:
         hint = (f"ask for the {needed.value} role: [access] or [clusters.{cluster}.access] of {where} grants it "
                 "to groups and emails")

@@ -63,6 +63,7 @@ __all__ = [
     "check_tls_files",
     "config_path",
     "digest_env_var",
+    "load_cli_config",
     "load_config",
     "parse_config",
     "require_operator",
@@ -155,6 +156,16 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     named = env.get(CONFIG_ENV, "").strip()
     return Path(named).expanduser() if named else DEFAULT_CONFIG
+
+
+def load_cli_config(env: Mapping[str, str] | None = None) -> KeelConfig | None:
+    """keel.toml for the command line's writes: the file KEEL_CONFIG names, which must exist and parse (a typo in
+    the path of a read_only config must not open the cluster: ConfigError), else the checkout's keel.toml when
+    there is one, else None (no keel.toml: the command line keeps every right)."""
+    env = os.environ if env is None else env
+    if env.get(CONFIG_ENV, "").strip() or DEFAULT_CONFIG.is_file():
+        return load_config(env=env)
+    return None
 
 
 def digest_env_var(cluster: str) -> str:

@@ -43,6 +43,11 @@ class KRaftControllerError(KeelError):
     """A KRaft controller owns the cluster; ZooKeeper writes would be ignored or harmful."""
 
 
+class MigrationInProgressError(KRaftControllerError):
+    """A ZooKeeper -> KRaft migration is under way (/migration exists, or a KRaft controller owns the cluster):
+    every write is refused, whatever the front end, until it is finished or rolled back."""
+
+
 # --- payloads -------------------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.model import NO_LEADER, ClusterSnapshot
+from core.model import NO_LEADER, ClusterSnapshot, Controller
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,21 @@ def kraft_brokers(snapshot: ClusterSnapshot) -> tuple[int, ...]:
     return tuple(sorted(seen))
 
 
+def write_block_reason(controller: Controller | None, migration: ZkMigration | None) -> str | None:
+    """Why no write may go through ZooKeeper now, from /controller and /migration alone (core.gate asks this right
+    before every write), or None for a plain ZooKeeper-mode cluster."""
+    if controller is not None and controller.is_kraft:
+        who = f"KRaft controller {controller.broker_id}"
+        phase = ("dual-write" if migration is not None and migration.initial_migration_complete else
+                 "migrating metadata" if migration is not None else "KRaft controller")
+        return (f"Writes through ZooKeeper are disabled: {who} owns this cluster (ZooKeeper -> KRaft migration, "
+                f"phase: {phase}); ZooKeeper writes would be ignored or undone. Use the Admin API or the KRaft tools.")
+    if migration is not None:
+        return ("Writes through ZooKeeper are disabled while a ZooKeeper -> KRaft migration is under way (/migration "
+                "exists): finish or roll back the migration first.")
+    return None
+
+
 def migration_status(snapshot: ClusterSnapshot, migration: ZkMigration | None) -> MigrationStatus | None:
     """None for a plain ZooKeeper-mode cluster (no /migration, no KRaft controller)."""
     ctrl = snapshot.controller
@@ -112,12 +127,8 @@ def migration_status(snapshot: ClusterSnapshot, migration: ZkMigration | None) -
         detail = (f"/migration exists ({'KRaft controller ' + str(kraft_id) if kraft_id is not None else 'no KRaft controller recorded'}"
                   f"{', metadata migrated at KRaft offset ' + str(migration.kraft_metadata_offset) if migration.initial_migration_complete else ', metadata not migrated yet'}"
                   ") but a ZooKeeper-mode broker is the controller: a migration is under way or was rolled back.")
-    reason = (f"Writes through ZooKeeper are disabled: {who} owns this cluster (ZooKeeper -> KRaft migration, "
-              f"phase: {phase}); ZooKeeper writes would be ignored or undone. Use the Admin API or the KRaft tools."
-              if active else
-              "Writes through ZooKeeper are disabled while a ZooKeeper -> KRaft migration is under way (/migration "
-              "exists): finish or roll back the migration first.")
+    reason = write_block_reason(ctrl, migration) or ""
     return MigrationStatus(phase, detail, kraft_id, kraft_epoch, migration, active, left, led, reason)
 
 
-__all__ = ["ZkMigration", "MigrationStatus", "migration_status", "kraft_brokers"]
+__all__ = ["ZkMigration", "MigrationStatus", "migration_status", "kraft_brokers", "write_block_reason"]

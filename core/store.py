@@ -78,9 +78,10 @@ CREATE TABLE IF NOT EXISTS plans (
 
 # Columns added after the first release: added to an older database when it is opened (ALTER TABLE ADD COLUMN).
 _ADDED_COLUMNS = (("source", "TEXT"), ("role", "TEXT"), ("completed_at", "TEXT"),
-                  ("rollback_of", "INTEGER REFERENCES actions (id)"))
+                  ("rollback_of", "INTEGER REFERENCES actions (id)"), ("cluster_id", "TEXT"))
 _ADDED_INDEXES = ("CREATE INDEX IF NOT EXISTS actions_rollback_of ON actions (rollback_of)",
-                  "CREATE INDEX IF NOT EXISTS actions_actor ON actions (actor, id)")
+                  "CREATE INDEX IF NOT EXISTS actions_actor ON actions (actor, id)",
+                  "CREATE INDEX IF NOT EXISTS actions_cluster_id ON actions (cluster_id, id)")
 NO_CLUSTER = ""  # the cluster of a row about no cluster (a failed sign-in)
 
 
@@ -103,6 +104,8 @@ class Action:
     completed_at: str | None = None  # a reassignment: when verify found every partition at its target
     rollback_of: int | None = None  # a rollback: the action it undoes
     rolled_back_by: tuple[int, ...] = ()  # the rollbacks of this action
+    cluster_id: str | None = None  # the cluster's own id (/cluster/id) when the gate read it: one cluster, however
+    #                                its connect string was spelled
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class Acting:
     actor: str
     source: str
     role: str | None
+    cluster_id: str | None = None
 
 
 _ACTING: ContextVar[Acting | None] = ContextVar("keel_acting", default=None)
@@ -117,9 +121,10 @@ _ROLLBACK_OF: ContextVar[int | None] = ContextVar("keel_rollback_of", default=No
 
 
 @contextmanager
-def acting(actor: str, source: str, role: str | None) -> Iterator[Acting]:
-    """Within: every action `begin` records names this actor, source and role (unless given explicitly)."""
-    a = Acting(actor, source, role)
+def acting(actor: str, source: str, role: str | None, cluster_id: str | None = None) -> Iterator[Acting]:
+    """Within: every action `begin` records names this actor, source and role (unless given explicitly), and the
+    id of the cluster the gate admitted the write to."""
+    a = Acting(actor, source, role, cluster_id)
     token = _ACTING.set(a)
     try:
         yield a
@@ -230,10 +235,11 @@ class Store:
         with closing(self._connect()) as db, db:
             cur = db.execute(
                 "INSERT INTO actions (at, actor, cluster, kind, target, summary, payload, rollback, status, source,"
-                " role, rollback_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+                " role, rollback_of, cluster_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
                 (utc_now_iso(), actor or default_actor(), cluster, kind, target, summary, json.dumps(payload),
                  None if rollback is None else json.dumps(rollback),
-                 source or (now.source if now else "none"), role or (now.role if now else None), rollback_of),
+                 source or (now.source if now else "none"), role or (now.role if now else None), rollback_of,
+                 now.cluster_id if now else None),
             )
             return int(cur.lastrowid)
 
@@ -328,12 +334,21 @@ class Store:
 
     # --- pending actions left by interrupted runs (see core.zk.reconcile) ---------------------------
 
-    def pending(self, cluster: str) -> list[Action]:
-        """The actions of `cluster` still marked pending, oldest first."""
+    def pending(self, cluster: str, cluster_id: str | None = None) -> list[Action]:
+        """The actions of `cluster` still marked pending, oldest first; with `cluster_id`, those recorded with that
+        cluster id too, whatever the cluster was called then (another spelling of its connect string)."""
         with closing(self._connect()) as db:
-            rows = db.execute(_SELECT + " WHERE a.cluster = ? AND a.status = 'pending' ORDER BY a.id",
-                              (cluster,)).fetchall()
+            rows = db.execute(_SELECT + " WHERE (a.cluster = ? OR (? IS NOT NULL AND a.cluster_id = ?)) "
+                              "AND a.status = 'pending' ORDER BY a.id", (cluster, cluster_id, cluster_id)).fetchall()
         return [_action(r) for r in rows]
+
+    def cluster_names(self, cluster_id: str) -> list[str]:
+        """The names rows of the cluster with this id were recorded under, newest first (core.gate identifies a
+        connect string keel.toml does not name by its /cluster/id)."""
+        with closing(self._connect()) as db:
+            rows = db.execute("SELECT cluster, MAX(id) AS last FROM actions WHERE cluster_id = ? GROUP BY cluster "
+                              "ORDER BY last DESC", (cluster_id,)).fetchall()
+        return [r["cluster"] for r in rows]
 
     def resolve(self, action_id: int, applied: bool, result: str) -> bool:
         """Settle a pending action after the fact: 'applied' or 'failed' with `result` saying how it was judged.
@@ -381,5 +396,6 @@ def _action(r: sqlite3.Row) -> Action:
                   rollback=None if r["rollback"] is None else json.loads(r["rollback"]), status=r["status"],
                   result=r["result"], finished=r["finished"], source=r["source"], role=r["role"],
                   completed_at=r["completed_at"], rollback_of=r["rollback_of"],
-                  rolled_back_by=tuple(sorted(int(i) for i in linked.split(","))) if linked else ())
+                  rolled_back_by=tuple(sorted(int(i) for i in linked.split(","))) if linked else (),
+                  cluster_id=r["cluster_id"])
 

@@ -30,11 +30,11 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 import streamlit as st
 
-from core import access
+from core import access, gate
 from core.config import KeelConfig
 from core.errors import KeelError, PermissionDeniedError
 from core.model import ClusterSnapshot
-from core.store import Store, acting
+from core.store import Store
 from core.topics import TOPIC_CONFIGS
 from dashboard import frame, identity
 from dashboard.text import md, md_text
@@ -76,15 +76,20 @@ def _check(cfg: KeelConfig, action: str, needs: access.Role | None) -> access.De
                         exposed=identity.exposed())
 
 
-def _record_refusal(cfg: KeelConfig, action: str, e: access.RoleDeniedError) -> None:
-    """An action refused for lack of role goes to the audit store too (kind "refused"); best effort."""
-    who = identity.session_identity()
-    try:
-        store().record(cluster=frame.selected_cluster(cfg).name, kind="refused", target=action[:200],
-                       summary=f"refused: {action}", result=str(e), actor=who.actor, source=who.source,
-                       role=e.role.value)
-    except Exception as err:
-        log.warning("could not record a refused action: %s", type(err).__name__)
+def _admit(cfg: KeelConfig, action: str, needs: access.Role | None, who: access.Identity) -> gate.Admission:
+    """core.gate at click time: the role against keel.toml as it is *now* (re-read: an instance switched to
+    read-only, or a role taken away, refuses a click on a page that was open before) and the cluster's migration
+    state read from ZooKeeper now, not the banner's cache. Refusals are recorded by the gate."""
+    from core.zk.migration import ZkClusterProbe
+
+    cluster = frame.selected_cluster(cfg)
+    conn = frame.connection(cluster)
+    live, snap = conn.live, conn.snapshot()
+    target = gate.Target.named(cluster.name, snap.cluster_id if snap is not None else None)
+    common = dict(needs=needs, exposed=identity.exposed(), store=store())
+    gate.admit(who, cfg, target, action, **common)  # as drawn: a stale page never grants more than it showed
+    return gate.admit(who, frame.config(), target, action,
+                      probe=ZkClusterProbe(live.session) if live is not None else None, **common)
 
 
 def show_blocked(reason: str | None) -> None:
@@ -187,25 +192,15 @@ def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, sco
     st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either. Messages are stored
     escaped for markdown: they quote names and values read from the cluster.
 
-    The gate is checked against the config as it is *now* (re-read), not only as it was when the button was
-    drawn: an instance switched to read-only, or a role taken away, refuses a click on a page that was open
-    before. A refusal for lack of role is recorded; what `work()` records names the actor, source and role."""
+    The gate (core.gate) is checked against the config as it is *now* (re-read), not only as it was when the
+    button was drawn, and against the cluster's live migration state; its refusals are recorded; what `work()`
+    records names the actor, source, role and the cluster's id."""
     try:
         if form is not None:
             check_guard(form)
-        try:
-            _check(cfg, action, needs)
-            now = frame.config()
-            if isinstance(now, KeelError):
-                raise now
-            decision = _check(now, action, needs)
-        except access.RoleDeniedError as e:
-            _record_refusal(cfg, action, e)
-            raise
-        if (why := _migration_block(cfg, plain=True)) is not None:
-            raise PermissionDeniedError(why)
         who = identity.session_identity()
-        with acting(who.actor, who.source, decision.role.value):
+        admission = _admit(cfg, action, needs, who)
+        with gate.acting(admission, who):
             message = work()
     except KeelError as e:
         # a stale click is about the form, not one draft: it shows with whatever preview is drawn next

@@ -1,6 +1,6 @@
 """Issue 17: the command line acts as source `cli` with the OS user. It keeps every right (it runs with the operator's
 own ZooKeeper credentials) unless keel.toml's [access] names a `cli` principal; then its writes go through the same
-check as the browser's, a refusal is recorded, and read_only applies."""
+check as the browser's and a refusal is recorded. Issue 23: read_only binds the command line either way."""
 
 from __future__ import annotations
 
@@ -39,11 +39,24 @@ def run(capsys, store, *argv):
 
 
 def test_without_cli_rules_the_cli_keeps_its_rights_and_is_audited(cluster, tmp_path, monkeypatch, store, capsys):
-    config(tmp_path, monkeypatch, cluster, '[access]\nadmin = ["group:kafka-admins"]', read_only=True)
+    config(tmp_path, monkeypatch, cluster, '[access]\nadmin = ["group:kafka-admins"]')
     code, err = run(capsys, store, "delete-topic", "--zk", cluster, "--topic", "orders")
     assert code == 0, err
     [a] = store.actions()
-    assert (a.kind, a.actor, a.source, a.role, a.cluster) == ("delete-topic", "sam", "cli", "admin", cluster)
+    assert (a.kind, a.actor, a.source, a.role, a.cluster) == ("delete-topic", "sam", "cli", "admin", "prod")
+
+
+def test_read_only_binds_the_cli_without_cli_rules_too(cluster, tmp_path, monkeypatch, store, capsys):
+    """Issue 23: `read_only = true` is "no writes at all"; before, the CLI ignored it unless [access] named cli."""
+    config(tmp_path, monkeypatch, cluster, '[access]\nadmin = ["group:kafka-admins"]', read_only=True)
+    with ZkSession.open(cluster) as s:
+        before = dump_tree(s)
+    code, err = run(capsys, store, "delete-topic", "--zk", cluster, "--topic", "orders")
+    assert code == 1 and "cannot delete-topic: this Keel instance is read-only" in err
+    with ZkSession.open(cluster) as s:
+        assert dump_tree(s) == before
+    [refused] = store.actions()
+    assert (refused.kind, refused.cluster, refused.actor, refused.source) == ("refused", "prod", "sam", "cli")
 
 
 def test_cli_rules_are_checked_refusals_recorded(cluster, tmp_path, monkeypatch, store, capsys):
@@ -73,4 +86,6 @@ def test_cli_rules_and_read_only(cluster, tmp_path, monkeypatch, store, capsys):
     config(tmp_path, monkeypatch, cluster, '[access]\nadmin = ["cli"]', read_only=True)
     code, err = run(capsys, store, "add-partitions", "--zk", cluster, "--topic", "orders", "--partitions", "3")
     assert code == 1 and "this Keel instance is read-only" in err
-    assert store.actions() == []
+    [refused] = store.actions()  # issue 25: every refusal is recorded, read_only's too
+    assert (refused.kind, refused.status, refused.role, refused.target) == ("refused", "failed", "admin",
+                                                                            "add-partitions")

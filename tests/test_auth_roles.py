@@ -112,10 +112,13 @@ def test_none_mode_beyond_loopback_is_a_viewer():
 
 
 def test_the_cli_keeps_its_rights_unless_access_names_it():
-    plain = cfg(BASE.replace('role = "viewer"', 'role = "viewer"\nread_only = true'))
+    plain = cfg(BASE)
     me = access.cli_identity("sam")
-    d = access.check(me, plain, None, Role.ADMIN, "delete-topic")  # no cli rule: read_only does not apply
+    d = access.check(me, plain, None, Role.ADMIN, "delete-topic")
     assert d.role is Role.ADMIN
+    with pytest.raises(access.ReadOnlyError):  # issue 23: read_only binds the command line, cli rules or not
+        access.check(me, cfg(BASE.replace('role = "viewer"', 'role = "viewer"\nread_only = true')), "dev",
+                     Role.OPERATOR, "create-topic")
     governed = cfg(BASE.replace('admin = ["carol@example.com"]', 'admin = ["carol@example.com", "cli:ops"]')
                    .replace('operator = ["group:kafka-sre"]', 'operator = ["group:kafka-sre", "cli"]'))
     assert access.resolve(me, governed, "dev").role is Role.OPERATOR

@@ -227,7 +227,9 @@ def test_cli_writes_and_make_clean_follow_run_dir(zk_connect, tmp_path):
         write_cluster(s, {1: "r1", 2: "r2"}, controller=1)
     run = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k not in ("KEEL_STORE", "KEEL_CONFIG")}
-    env.update(RUN_DIR=str(run), KEEL_CONFIG=str(tmp_path / "absent.toml"), PYTHONPATH=str(ROOT))
+    config = tmp_path / "keel.toml"  # not the checkout's (its demo cluster is not this one)
+    config.write_text(f'[clusters.t]\nzk = "{zk_connect}"\n')
+    env.update(RUN_DIR=str(run), KEEL_CONFIG=str(config), PYTHONPATH=str(ROOT))
     before = (ROOT / ".run" / "keel.sqlite").stat().st_mtime_ns if (ROOT / ".run" / "keel.sqlite").exists() else None
     proc = subprocess.run([sys.executable, "-m", "core", "create-topic", "--zk", zk_connect, "--topic", "rd",
                            "--partitions", "1", "--replication-factor", "1"], cwd=ROOT, env=env,

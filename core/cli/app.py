@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from core.cli import cluster, leaders, ops, reassign, topics
-from core.cli.common import acting_as_cli, quiet_kazoo
+from core.cli.common import quiet_kazoo
 from core.errors import KeelError
 from core.fleet import commands as fleet_commands
 from core.sandbox import commands as sandbox_commands
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with quiet_kazoo(), acting_as_cli(args):  # writes: checked against keel.toml's [access], audited as `cli`
+        with quiet_kazoo():  # every write goes through core.gate (core.cli.common.write_session)
             return args.func(args)
     except KeelError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -8,15 +8,19 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import stat
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from core.errors import SecretError, ValidationError
 
 if TYPE_CHECKING:
+    from core.store import Store
     from core.zk.session import ZkSession
 
 
@@ -148,27 +152,9 @@ def zk_session(args: argparse.Namespace) -> Iterator[ZkSession]:
     session = ZkSession.open(ZkSettings(connect=args.zk, digest=zk_digest(args), tls=tls,
                                         connect_timeout=args.connect_timeout, write_timeout=write_timeout))
     try:
-        if hasattr(args, "store"):  # a command that records actions: settle what an interrupted run left pending
-            _reconcile_pending(session, args)
         yield session
     finally:
         session.close()
-
-
-def _reconcile_pending(session: ZkSession, args: argparse.Namespace) -> None:
-    """One stderr note per pending action of this cluster that core.zk.reconcile settled; best effort."""
-    import logging
-
-    from core.store import Store
-    from core.zk.reconcile import reconcile_pending
-
-    try:
-        settled = reconcile_pending(session, Store(args.store), getattr(args, "cluster", None) or args.zk)
-    except Exception as e:  # the command itself reports a broken store or ZooKeeper; the next run retries
-        logging.getLogger(__name__).info("could not reconcile pending actions: %s", e)
-        return
-    for r in settled:
-        print(r.note, file=sys.stderr)
 
 
 def stderr_progress(enabled: bool) -> Callable[[str, int, int], None] | None:
@@ -200,53 +186,85 @@ def quiet_kazoo(level: int = logging.CRITICAL) -> Iterator[None]:
 
 
 
-# --- who acts: the CLI's identity and role (core.access), recorded with every action ---------------------
+# --- writes: through the gate (core.gate), as the CLI's identity ---------------------------------------------
 
-# The commands that write to ZooKeeper and the role each needs (core.access.needed_role's split).
+# The commands that write and the kind each records (core.access.needed_role: delete-topic and rollback need admin).
 WRITE_COMMANDS = {"create-topic": "create-topic", "add-partitions": "add-partitions", "alter-config": "alter-config",
                   "delete-topic": "delete-topic", "elect": "preferred-election", "execute": "reassignment",
-                  "verify": "remove-throttles", "rollback": "rollback", "cancel": "cancel-reassignment"}
+                  "verify": "remove-throttles", "rollback": "rollback", "cancel": "cancel-reassignment",
+                  "log-dirs-execute": "log-dir-move"}
+
+
+@dataclass(frozen=True)
+class Writing:
+    """What a write command works with: the session, the audit store (None for a dry run, which writes nothing
+    anywhere) and the name the store records the cluster under."""
+
+    session: ZkSession
+    store: Store | None
+    cluster: str
+
+
+@lru_cache(maxsize=256)
+def resolve_host(host: str, port: int) -> frozenset[str]:
+    """The addresses a ZooKeeper or broker host name stands for (core.gate compares clusters by them); the name
+    itself when it does not resolve."""
+    try:
+        return frozenset(str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+    except (OSError, UnicodeError):
+        return frozenset({host.lower()})
 
 
 @contextmanager
-def acting_as_cli(args: argparse.Namespace) -> Iterator[None]:
-    """Run a command as source `cli` with the OS user ($KEEL_ACTOR overrides): a write command is checked against
-    keel.toml's [access] first (core.access: the CLI keeps every right unless a `cli` principal is named there),
-    a refusal is recorded in the action history, and every action the command records carries actor, source and
-    role. keel.toml is read only when it exists (KEEL_CONFIG, else the checkout's); read-only commands skip all."""
-    command = getattr(args, "command", None)
-    kind = WRITE_COMMANDS.get(command)
-    if kind is None or getattr(args, "dry_run", False):
-        yield
+def write_session(args: argparse.Namespace) -> Iterator[Writing]:
+    """The only way a command writes: ZooKeeper opened, then core.gate's admission as source `cli` with the OS
+    user ($KEEL_ACTOR overrides): keel.toml's read_only and roles on the cluster the connect string reaches
+    (however spelled), and the cluster's migration state read now. A refusal is recorded; actions an
+    interrupted run left pending on this cluster are settled; what the write records names actor, role and the
+    cluster's id. A --dry-run only opens ZooKeeper: it writes nothing, not even the audit store."""
+    if getattr(args, "dry_run", False):
+        with zk_session(args) as session:
+            yield Writing(session, None, getattr(args, "cluster", None) or args.zk)
         return
-    from core import access
-    from core.config import config_path, load_config
-    from core.store import Store, acting, default_actor
+    from core import access, gate
+    from core.config import ConfigError, load_cli_config
+    from core.store import Store, default_actor
+    from core.zk.migration import ZkClusterProbe
 
+    command = args.command
+    kind = WRITE_COMMANDS[command]
     who = access.cli_identity(default_actor())
-    decision = access.Decision(access.Role.ADMIN, "no keel.toml")
-    if config_path().is_file():
-        config = load_config()
-        cluster = _configured_cluster(config, args)
+    named = getattr(args, "cluster", None)
+    store = Store(getattr(args, "store", None))
+    try:
+        config = load_cli_config()
+    except ConfigError as e:  # a KEEL_CONFIG naming no file must not drop its read_only and roles
+        e.message += f"; refusing to {command}: keel.toml's read_only and roles would not apply (nothing was written)"
+        gate.refuse(who, e, gate.identify(None, zk=args.zk, named=named, resolve=resolve_host), command, store)
+        raise
+    with zk_session(args) as session:
+        probe = ZkClusterProbe(session)
+        cluster_id = probe.cluster_id()
         try:
-            decision = access.check(who, config, cluster, access.needed_role(kind), command)
-        except access.RoleDeniedError as e:
-            if hasattr(args, "store"):
-                try:
-                    Store(args.store).record(cluster=getattr(args, "cluster", None) or getattr(args, "zk", "") or "",
-                                             kind="refused", target=command, summary=f"refused: {command}",
-                                             result=str(e), actor=who.actor, source=who.source, role=e.role.value)
-                except Exception as store_error:  # the refusal itself is what the user must see
-                    logging.getLogger(__name__).info("could not record the refusal: %s", store_error)
+            target = gate.identify(config, zk=args.zk, named=named, resolve=resolve_host, cluster_id=cluster_id,
+                                   recorded=store.cluster_names)
+        except ValidationError as e:  # --cluster names another cluster than --zk reaches
+            gate.refuse(who, e, gate.identify(None, zk=args.zk, resolve=resolve_host), command, store)
             raise
-    with acting(who.actor, who.source, decision.role.value):
-        yield
+        admission = gate.admit(who, config, target, kind, what=command, probe=probe, store=store)
+        _settle_pending(session, store, target)
+        with gate.acting(admission, who):
+            yield Writing(session, store, target.label)
 
 
-def _configured_cluster(config, args: argparse.Namespace) -> str | None:
-    """The keel.toml cluster a command acts on: --cluster when configured, else the one with this --zk."""
-    name = getattr(args, "cluster", None)
-    if name in config.clusters:
-        return name
-    zk = (getattr(args, "zk", None) or "").strip()
-    return next((c.name for c in config.clusters.values() if c.zk == zk), None)
+def _settle_pending(session: ZkSession, store: Store, target) -> None:
+    """One stderr note per pending action of this cluster that core.zk.reconcile settled; best effort."""
+    from core.zk.reconcile import reconcile_pending
+
+    try:
+        settled = reconcile_pending(session, store, target.label, cluster_id=target.cluster_id)
+    except Exception as e:  # the command itself reports a broken store or ZooKeeper; the next run retries
+        logging.getLogger(__name__).info("could not reconcile pending actions: %s", e)
+        return
+    for r in settled:
+        print(r.note, file=sys.stderr)

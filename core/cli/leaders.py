@@ -35,19 +35,19 @@ def _print_selection(selection) -> None:
 
 
 def cmd_elect(args: argparse.Namespace) -> int:
-    from core.cli.common import zk_session
+    from core.cli.common import write_session
     from core.plans import format_election
-    from core.store import Store
     from core.zk.election import plan_election, trigger, wait_for_outcome
 
     scope = _scope(args)
-    with zk_session(args) as session:
+    with write_session(args) as w:
+        session = w.session
         if args.dry_run:
             _, selection = plan_election(session, **scope)
             _print_selection(selection)
             print(format_election(selection.partitions) if selection.eligible else "nothing would be written")
             return 0
-        done = trigger(session, Store(args.store), cluster=args.cluster or args.zk, **scope)
+        done = trigger(session, w.store, cluster=w.cluster, **scope)
         _print_selection(done.selection)
         print(f"wrote /admin/preferred_replica_election: {format_election(done.selection.partitions)}")
         if args.no_wait:

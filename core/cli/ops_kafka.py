@@ -123,14 +123,28 @@ def cmd_log_dirs_plan(args: argparse.Namespace) -> int:
 
 def cmd_log_dirs_execute(args: argparse.Namespace) -> int:
     from core.cli.io import read_input
-    from core.kafka.jbod import alter_log_dirs, describe, wait_moved
-    from core.logdirs import parse_dir_plan
     from core.plans import MAX_PLAN_BYTES
-    from core.store import Store
 
     text = read_input(args.reassignment_json_file, "--reassignment-json-file", limit=MAX_PLAN_BYTES,
                       what="reassignment", why="a plan of every partition of a large cluster is ~20 MiB")
-    snap = snapshot_from_args(args)
+    if args.dry_run:
+        return _log_dirs_moves(args, text, snapshot_from_args(args), None)
+    if not getattr(args, "zk", None):
+        raise ValidationError("log-dirs-execute needs --zk CONNECT: every write is checked against the cluster's "
+                              "live state (a ZooKeeper -> KRaft migration) and keel.toml's roles on that cluster")
+    from core.cli.common import write_session
+    from core.zk.reader import read_snapshot
+
+    with write_session(args) as w:
+        return _log_dirs_moves(args, text, read_snapshot(w.session), w)
+
+
+def _log_dirs_moves(args: argparse.Namespace, text: bytes, snap: ClusterSnapshot, w) -> int:
+    """The moves of a log-dirs plan: printed (`w` None: a dry run), or made through alterReplicaLogDirs within
+    the gate's admission `w` and recorded."""
+    from core.kafka.jbod import alter_log_dirs, describe, wait_moved
+    from core.logdirs import parse_dir_plan
+
     if snap.controller is not None and snap.controller.is_kraft:
         from core.errors import KRaftControllerError
 
@@ -144,19 +158,18 @@ def cmd_log_dirs_execute(args: argparse.Namespace) -> int:
         if not requests:
             print("nothing to move: every replica is already in its target directory")
             return 0
-        if args.dry_run:
+        if w is None:
             for r in requests:
                 print(f"would move {r.topic}-{r.partition} on broker {r.broker}: {r.current} -> {r.target}")
             return 0
         answers = alter_log_dirs(admin, requests)
         failed = {k: e for k, e in answers.items() if e is not None}
-        store = Store(args.store)
         summary = f"move {len(requests)} replica(s) between log directories"
-        store.record(cluster=args.cluster or args.bootstrap_server, kind="log-dir-move",
-                     target=",".join(sorted({r.topic for r in requests})), summary=summary,
-                     payload={"plan": json.loads(text), "requests": [r.__dict__ for r in requests]}, ok=not failed,
-                     result="accepted by the brokers" if not failed else
-                     "; ".join(f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(failed.items())))
+        w.store.record(cluster=w.cluster, kind="log-dir-move",
+                       target=",".join(sorted({r.topic for r in requests})), summary=summary,
+                       payload={"plan": json.loads(text), "requests": [r.__dict__ for r in requests]}, ok=not failed,
+                       result="accepted by the brokers" if not failed else
+                       "; ".join(f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(failed.items())))
         for r in requests:
             err = answers[(r.topic, r.partition, r.broker)]
             print(f"{r.topic}-{r.partition} on broker {r.broker}: {r.current} -> {r.target}: "

@@ -134,17 +134,16 @@ def _plan_file(path: str):
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
-    from core.cli.common import zk_session
-    from core.store import Store
+    from core.cli.common import write_session
     from core.zk.reassign import execute
 
     from core.errors import RiskNotAcceptedError
 
     plan = _plan_file(args.reassignment_json_file)
-    with zk_session(args) as session:
-        store = Store(args.store)
+    with write_session(args) as w:
+        session, store = w.session, w.store
         try:
-            done = execute(session, store, plan, cluster=args.cluster or args.zk, throttle=args.throttle)
+            done = execute(session, store, plan, cluster=w.cluster, throttle=args.throttle)
         except RiskNotAcceptedError as e:
             for risk in e.risks:
                 print(f"warning: {risk}" + (" (accepted with --accept-risk)" if args.accept_risk else ""),
@@ -154,7 +153,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
                     f"refused: {len(e.risks)} risk(s) shown above need an explicit confirmation; nothing was written",
                     e.risks, hint="re-run with --accept-risk to execute it anyway") from None
             # exactly the risks shown: one that appears only on the engine's next read is refused again
-            done = execute(session, store, plan, cluster=args.cluster or args.zk, throttle=args.throttle,
+            done = execute(session, store, plan, cluster=w.cluster, throttle=args.throttle,
                            accept_risks=e.risks)
     for warning in done.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -168,13 +167,12 @@ def cmd_execute(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from core.cli.common import zk_session
-    from core.store import Store
+    from core.cli.common import write_session
     from core.zk.reassign import COMPLETE, GONE, verify
 
     plan = _plan_file(args.reassignment_json_file)
-    with zk_session(args) as session:
-        result = verify(session, Store(args.store), plan, cluster=args.cluster or args.zk)
+    with write_session(args) as w:
+        result = verify(w.session, w.store, plan, cluster=w.cluster)
     print("Status of partition reassignment:")
     for p in result.partitions:
         line = f"Reassignment of partition {p.topic}-{p.partition} is {p.status}."
@@ -190,22 +188,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from core.cli.common import zk_session
-    from core.store import Store
+    from core.cli.common import write_session
     from core.zk.reassign import rollback
 
-    with zk_session(args) as session:
-        done = rollback(session, Store(args.store), args.action, cluster=args.cluster or args.zk,
-                        throttle=args.throttle)
+    with write_session(args) as w:
+        done = rollback(w.session, w.store, args.action, cluster=w.cluster, throttle=args.throttle)
     print(f"Successfully started the rollback of action {args.action}: {done.partitions} partitions "
           f"(action {done.action_id})")
     return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from core.cli.common import kafka_admin, zk_session
+    from core.cli.common import kafka_admin, write_session
     from core.plans import format_reassignment
-    from core.store import Store
     from core.zk.reassign import cancel
 
     if not args.bootstrap_server:
@@ -213,8 +208,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
                               "HOST:PORT[,HOST:PORT]; ZooKeeper alone cannot cancel a running reassignment",
                               hint="without it: wait for the reassignment to finish (verify), then roll it back")
     partitions = None if args.all else list(_plan_file(args.reassignment_json_file).assignment())
-    with zk_session(args) as session, kafka_admin(args, "cancel") as admin:
-        done = cancel(session, Store(args.store), admin, cluster=args.cluster or args.zk, partitions=partitions,
+    with write_session(args) as w, kafka_admin(args, "cancel") as admin:
+        done = cancel(w.session, w.store, admin, cluster=w.cluster, partitions=partitions,
                       preserve_throttles=args.preserve_throttles)
     if done.cancelled:
         print(f"Successfully cancelled partition reassignment{'s' if len(done.cancelled) > 1 else ''} for: "

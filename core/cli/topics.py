@@ -33,12 +33,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
 
 
-def _store(args):
-    from core.store import Store
-
-    return Store(args.store)
-
-
 def _show_risks(risks, accepted: bool) -> None:
     for risk in risks:
         print(f"warning: {risk}" + (" (accepted with --accept-risk)" if accepted else ""), file=sys.stderr)
@@ -61,13 +55,13 @@ def _assignment_lines(assignment) -> str:
 
 
 def cmd_create_topic(args: argparse.Namespace) -> int:
-    from core.cli.common import zk_session
+    from core.cli.common import write_session
     from core.cli.io import naming_problems
     from core.topics import draft_create_topic, kafka_topics_command
     from core.zk.topic_admin import create_topic, live_state, refuse_unreadable
 
-    with zk_session(args) as session:
-        snap, _ = live_state(session)
+    with write_session(args) as w:
+        snap, _ = live_state(w.session)
         refuse_unreadable(snap, args.topic, f"create topic {args.topic}")
         with naming_problems(snap):
             draft = draft_create_topic(
@@ -87,19 +81,19 @@ def cmd_create_topic(args: argparse.Namespace) -> int:
                 print("would be refused without --accept-risk (see the warnings)", file=sys.stderr)
             return 0
         accepted = _accepted_risks(draft.risks, args)
-        done = create_topic(session, _store(args), draft, cluster=args.cluster or args.zk, accept_risks=accepted)
+        done = create_topic(w.session, w.store, draft, cluster=w.cluster, accept_risks=accepted)
     print(done.summary)
     return 0
 
 
 def cmd_add_partitions(args: argparse.Namespace) -> int:
-    from core.cli.common import zk_session
+    from core.cli.common import write_session
     from core.cli.io import naming_problems
     from core.topics import draft_add_partitions
     from core.zk.topic_admin import add_partitions, live_state, refuse_unreadable
 
-    with zk_session(args) as session:
-        snap, _ = live_state(session)
+    with write_session(args) as w:
+        snap, _ = live_state(w.session)
         refuse_unreadable(snap, args.topic, f"add partitions to topic {args.topic}")
         with naming_problems(snap):
             draft = draft_add_partitions(snap, args.topic, args.partitions,
@@ -110,20 +104,20 @@ def cmd_add_partitions(args: argparse.Namespace) -> int:
             print(f"would grow {draft.name} from {draft.old_total} to {draft.new_total} partitions:")
             print(_assignment_lines(draft.new_assignment))
             return 0
-        done = add_partitions(session, _store(args), draft, cluster=args.cluster or args.zk)
+        done = add_partitions(w.session, w.store, draft, cluster=w.cluster)
     print(done.summary)
     return 0
 
 
 def cmd_alter_config(args: argparse.Namespace) -> int:
-    from core.cli.common import zk_session
+    from core.cli.common import write_session
     from core.topics import draft_alter_config
     from core.zk.topic_admin import alter_config, live_state, refuse_unreadable
 
     sets = _config_pairs(args.add_config)
     deletes = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
-    with zk_session(args) as session:
-        snap, _ = live_state(session)
+    with write_session(args) as w:
+        snap, _ = live_state(w.session)
         refuse_unreadable(snap, args.topic, f"alter the config of topic {args.topic}", config=True)
         draft = draft_alter_config(snap, args.topic, set=sets, delete=deletes)
         _show_risks(draft.risks, args.accept_risk)
@@ -134,25 +128,25 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
                 print("would be refused without --accept-risk (see the warnings)", file=sys.stderr)
             return 0
         accepted = _accepted_risks(draft.risks, args)
-        done = alter_config(session, _store(args), args.topic, sets, deletes, cluster=args.cluster or args.zk,
+        done = alter_config(w.session, w.store, args.topic, sets, deletes, cluster=w.cluster,
                             accept_risks=accepted)
     print(done.summary)
     return 0
 
 
 def cmd_delete_topic(args: argparse.Namespace) -> int:
-    from core.cli.common import zk_session
+    from core.cli.common import write_session
     from core.topics import draft_delete_topic
     from core.zk.topic_admin import delete_topic, live_state, refuse_unreadable
 
-    with zk_session(args) as session:
-        snap, _ = live_state(session)
+    with write_session(args) as w:
+        snap, _ = live_state(w.session)
         refuse_unreadable(snap, args.topic, f"delete topic {args.topic}")
         draft = draft_delete_topic(snap, args.topic)
         if args.dry_run:
             print(f"would mark {draft.name} for deletion ({draft.partitions} partitions, {draft.replicas} replicas)")
             return 0
-        done = delete_topic(session, _store(args), args.topic, cluster=args.cluster or args.zk)
+        done = delete_topic(w.session, w.store, args.topic, cluster=w.cluster)
     print(done.summary)
     for warning in draft.warnings:
         print(warning, file=sys.stderr)

@@ -37,4 +37,17 @@ def parse_bootstrap(text: object, what: str = "--bootstrap-server") -> tuple[str
     return tuple(out)
 
 
-__all__ = ["parse_bootstrap", "EXAMPLE"]
+def same_brokers(a: tuple[str, ...], b: tuple[str, ...], resolve) -> bool:
+    """Do two parsed bootstrap lists reach the same cluster: one broker in common once host names are resolved
+    (`resolve(host, port) -> addresses`, as core.zk.settings.same_zookeeper takes it)."""
+    def addresses(entries: tuple[str, ...]) -> set[tuple[str, int]]:
+        out = set()
+        for e in entries:
+            host, _, port = e.rpartition(":")
+            out |= {(addr, int(port)) for addr in resolve(host.strip("[]"), int(port))}
+        return out
+
+    return bool(addresses(a) & addresses(b))
+
+
+__all__ = ["parse_bootstrap", "same_brokers", "EXAMPLE"]

@@ -195,7 +195,10 @@ class Connection:
             from core.store import Store
             from core.zk.reconcile import reconcile_pending
 
-            for r in (reconcile_pending(session, Store(), self.cluster.name) if self.live is live else ()):
+            snap = live.snapshot()
+            cluster_id = snap.cluster_id if snap is not None else None
+            for r in (reconcile_pending(session, Store(), self.cluster.name, cluster_id=cluster_id)
+                      if self.live is live else ()):
                 log.warning("cluster %s: %s", self.cluster.name, r.note.removeprefix("note: "))
         except Exception:
             log.exception("cluster %s: could not reconcile pending actions", self.cluster.name)

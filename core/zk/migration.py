@@ -1,11 +1,13 @@
 """Reading the ZooKeeper -> KRaft migration state: the /migration znode (core.zkformat.decode_migration) next to
-a snapshot's /controller, into core.migration's MigrationStatus. A read, never a write."""
+a snapshot's /controller, into core.migration's MigrationStatus; and `ZkClusterProbe`, what core.gate reads right
+before a write (/controller, /migration, /cluster/id, synced). Reads, never a write."""
 
 from __future__ import annotations
 
 from core import zkformat as zf
-from core.migration import MigrationStatus, ZkMigration, migration_status
-from core.model import ClusterSnapshot
+from core.errors import CorruptZnodeError, MigrationInProgressError
+from core.migration import MigrationStatus, ZkMigration, migration_status, write_block_reason
+from core.model import ClusterSnapshot, Controller
 from core.zk.session import ZkSession
 
 
@@ -21,4 +23,51 @@ def read_migration_status(session: ZkSession, snapshot: ClusterSnapshot) -> Migr
     return migration_status(snapshot, read_migration(session))
 
 
-__all__ = ["read_migration", "read_migration_status"]
+def read_controller(session: ZkSession) -> Controller | None:
+    node = session.get(zf.CONTROLLER)
+    return zf.decode_controller(node.data) if node.exists else None
+
+
+_READ = object()
+
+
+def refuse_during_migration(session: ZkSession, controller: Controller | None | object = _READ) -> None:
+    """Raise MigrationInProgressError while a ZooKeeper -> KRaft migration is under way (/migration exists, or
+    /controller names a KRaft controller). `controller`: /controller as the caller just read it (None: no
+    controller); read here when not given.
+
+    A corrupt /migration or /controller refuses too: either may hide a migration (the dashboard's banner says so)."""
+    try:
+        migration = read_migration(session)
+        if controller is _READ:
+            controller = read_controller(session)
+    except CorruptZnodeError as e:
+        e.message += "; it may hide a ZooKeeper -> KRaft migration, so nothing is written until it is repaired"
+        raise
+    reason = write_block_reason(controller, migration)  # type: ignore[arg-type]
+    if reason is not None:
+        raise MigrationInProgressError(reason)
+
+
+class ZkClusterProbe:
+    """core.gate.ClusterProbe over a ZooKeeper session: what the cluster says right now, never a cached page."""
+
+    def __init__(self, session: ZkSession):
+        self.session = session
+
+    def cluster_id(self) -> str | None:
+        node = self.session.get(zf.CLUSTER_ID)
+        if not node.exists:
+            return None
+        try:
+            return zf.decode_cluster_id(node.data)
+        except CorruptZnodeError:  # names nothing: the cluster is identified by its address alone
+            return None
+
+    def refuse_writes(self) -> None:
+        self.session.sync()  # see every change committed before now, whichever server this session is on
+        refuse_during_migration(self.session)
+
+
+__all__ = ["read_migration", "read_migration_status", "read_controller", "refuse_during_migration",
+           "ZkClusterProbe"]

@@ -105,10 +105,18 @@ def read_snapshot(session: ZkSession, *, cluster: str = "", progress: Progress |
 def read_for_write(session: ZkSession, *, with_states: bool = True) -> tuple[ClusterSnapshot, ClusterTree]:
     """Live state to validate and compute a write from: synced first, so the bulk reader's own session
     (which may sit on another, lagging server of the ensemble) sees every write committed before now.
-    The tree's `versions` are what the write must check."""
+    The tree's `versions` are what the write must check.
+
+    Every write of the engine starts here, so this is where a ZooKeeper -> KRaft migration refuses it, whatever
+    the front end (core.gate asks the same question earlier, with the actor's identity, to record the refusal)."""
+    from core.zk.migration import refuse_during_migration
+
     session.sync()
     tree = load_tree(session, ClusterTree(), with_states=with_states)
-    return tree.build(source=str(session.target)), tree
+    snapshot = tree.build(source=str(session.target))
+    if not any(p.path == zf.CONTROLLER for p in snapshot.problems):  # corrupt: refuse_corrupt names it
+        refuse_during_migration(session, snapshot.controller)
+    return snapshot, tree
 
 
 def refuse_corrupt(snapshot: ClusterSnapshot, paths: Iterable[str], action: str) -> None:

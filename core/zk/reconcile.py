@@ -85,11 +85,12 @@ def _age_seconds(at: str, now: float) -> float:
         return float("inf")  # an unreadable time is certainly not a run in flight now
 
 
-def reconcile_pending(session: ZkSession, store: Store, cluster: str, *, grace: float = GRACE_SECONDS,
-                      now: float | None = None) -> list[Reconciled]:
-    """Judge every pending action of `cluster` older than `grace` seconds; returns what was settled."""
+def reconcile_pending(session: ZkSession, store: Store, cluster: str, *, cluster_id: str | None = None,
+                      grace: float = GRACE_SECONDS, now: float | None = None) -> list[Reconciled]:
+    """Judge every pending action of `cluster` (and, with `cluster_id`, of that cluster under any other name it was
+    recorded with) older than `grace` seconds; returns what was settled."""
     now = time.time() if now is None else now
-    rows = [a for a in store.pending(cluster) if _age_seconds(a.at, now) >= grace]
+    rows = [a for a in store.pending(cluster, cluster_id) if _age_seconds(a.at, now) >= grace]
     if not rows:
         return []
     session.sync()  # see every write committed before now, whichever server committed it

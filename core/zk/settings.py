@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from core.errors import ConnectStringError
 
@@ -24,6 +25,25 @@ class ConnectString:
 
     def __str__(self) -> str:
         return self.hosts_text + (self.chroot or "")
+
+    @property
+    def canonical(self) -> str:
+        """The same ensemble and chroot however it was spelled: host names lower-cased, duplicates dropped, sorted."""
+        hosts = sorted({(h.lower(), p) for h, p in self.hosts})
+        return ",".join(f"{h}:{p}" for h, p in hosts) + (self.chroot or "")
+
+
+# host, port -> the addresses it stands for (core.cluster_identity's resolver; socket.getaddrinfo at the edge)
+Resolver = Callable[[str, int], frozenset[str]]
+
+
+def same_zookeeper(a: ConnectString, b: ConnectString, resolve: Resolver) -> bool:
+    """Do two connect strings reach the same Kafka cluster: the same chroot, and at least one server in common once
+    host names are resolved (`zk1:2181` and `zk1:2181,zk2:2181` are one ensemble; `localhost` is `127.0.0.1`)."""
+    if (a.chroot or "") != (b.chroot or ""):
+        return False
+    ours = {(addr, p) for h, p in a.hosts for addr in resolve(h, p)}
+    return any((addr, p) in ours for h, p in b.hosts for addr in resolve(h, p))
 
 
 def parse_connect_string(text: str) -> ConnectString:
