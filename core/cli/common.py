@@ -148,7 +148,9 @@ def zk_session(args: argparse.Namespace) -> Iterator[ZkSession]:
     session = ZkSession.open(ZkSettings(connect=args.zk, digest=zk_digest(args), tls=tls,
                                         connect_timeout=args.connect_timeout, write_timeout=write_timeout))
     try:
-        if hasattr(args, "store"):  # a command that records actions: settle what an interrupted run left pending
+        # a command that records actions settles what an interrupted run left pending; a dry run writes nothing
+        # anywhere, not even the action history (opening it would create the file)
+        if hasattr(args, "store") and not getattr(args, "dry_run", False):
             _reconcile_pending(session, args)
         yield session
     finally:
