@@ -198,21 +198,18 @@ def test_page_rollback_at_another_rate(tree, zk_connect, tmp_path, monkeypatch, 
     assert rates(tree) == throttled_at(3_500_000)
 
 
-def test_page_rollback_unthrottled(tree, zk_connect, tmp_path, monkeypatch, store):
-    action = recorded(store, "demo", RATE)
+@pytest.mark.parametrize("ran_at,caption", [
+    (RATE, "Rollback: unthrottled (action #{action} ran at 2,000,000 B/s)."),  # turned off
+    (None, "Rollback: unthrottled, as action #{action} ran."),  # off by default
+])
+def test_page_rollback_unthrottled(tree, zk_connect, tmp_path, monkeypatch, store, ran_at, caption):
+    action = recorded(store, "demo", ran_at)
     at = follow(zk_connect, tmp_path, monkeypatch, action)
-    at.toggle(key=f"ra_roll_throttle_on_{action}").set_value(False).run()
+    assert at.toggle(key=f"ra_roll_throttle_on_{action}").value is (ran_at is not None)
+    if ran_at is not None:
+        at.toggle(key=f"ra_roll_throttle_on_{action}").set_value(False).run()
     assert at.text_input(key=f"ra_roll_throttle_{action}").disabled
-    assert f"Rollback: unthrottled (action #{action} ran at 2,000,000 B/s)." in texts(at.caption)
-    roll_back(at)
-    assert rates(tree) == {} and tree.exists(zf.REASSIGN)
-
-
-def test_page_rollback_of_an_unthrottled_reassignment(tree, zk_connect, tmp_path, monkeypatch, store):
-    action = recorded(store, "demo", None)
-    at = follow(zk_connect, tmp_path, monkeypatch, action)
-    assert at.toggle(key=f"ra_roll_throttle_on_{action}").value is False
-    assert f"Rollback: unthrottled, as action #{action} ran." in texts(at.caption)
+    assert caption.format(action=action) in texts(at.caption)
     roll_back(at)
     assert rates(tree) == {} and tree.exists(zf.REASSIGN)
 

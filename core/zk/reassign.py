@@ -306,7 +306,7 @@ def rollback_throttle(action: Action, throttle: int | None | str = AS_RECORDED) 
     return RollbackThrottle(recorded if throttle == AS_RECORDED else throttle, recorded, action.id)
 
 
-def rollback_action(store: Store, action_id: int) -> Action:
+def _rollback_action(store: Store, action_id: int) -> Action:
     """The recorded reassignment `action_id`, with a rollback; ValidationError otherwise."""
     action = store.action(action_id)
     if action is None or action.kind not in ("reassignment", "rollback") or not action.rollback:
@@ -320,7 +320,7 @@ def rollback(session: ZkSession, store: Store, action_id: int, *, cluster: str,
     """Execute the rollback saved with a reassignment, once that reassignment has finished, throttled at
     `throttle` B/s (None: unthrottled; by default the rate the reassignment ran with, see RollbackThrottle).
     The result's `rollback_throttle` says which."""
-    action = rollback_action(store, action_id)
+    action = _rollback_action(store, action_id)
     chosen = rollback_throttle(action, throttle)
     if session.exists(zf.REASSIGN):
         raise ReassignmentInProgressError(CANNOT_CANCEL)
