@@ -239,3 +239,35 @@ def test_pending_rows_are_settled_whatever_spelling_recorded_them(zk_connect, tm
         in capsys.readouterr().err
     assert store.action(first.id).status == "applied"
     assert {a.cluster for a in store.actions()} == {localhost.lower()}  # one History name for one cluster
+
+
+def test_a_rollback_runs_only_on_the_cluster_its_reassignment_ran_on(zk_connect, zk_server, tmp_path, monkeypatch,
+                                                                     capsys):
+    """A rollback is another cluster's old assignment anywhere else: refused (noticed with issue 23, item 6)."""
+    monkeypatch.setenv("KEEL_CONFIG", str(tmp_path / "keel.toml"))
+    (tmp_path / "keel.toml").write_text('[clusters.unrelated]\nzk = "127.0.0.1:1/x"\n')
+    other = zk_server + f"/other-{uuid.uuid4().hex[:8]}"
+    with ZkSession.open(zk_server) as root:
+        root.ensure_path(other[len(zk_server):])
+    for connect, cid in ((zk_connect, CLUSTER_ID), (other, "b3RoZXItY2x1c3Rlci1pZA")):
+        with ZkSession.open(connect) as s:
+            tree(s, "none")
+            s.set(zf.CLUSTER_ID, zf.encode_cluster_id(cid))
+    store = Store(tmp_path / "keel.sqlite")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN))
+    assert main(["execute", "--zk", zk_connect, "--reassignment-json-file", str(plan),
+                 "--store", str(store.path)]) == 0, capsys.readouterr().err
+    [executed] = store.actions()
+    with ZkSession.open(zk_connect) as s:  # as the controller would: the reassignment done
+        s.delete(zf.REASSIGN)
+    with ZkSession.open(other) as s:
+        before = dump_tree(s)
+    assert main(["rollback", "--zk", other, "--action", str(executed.id), "--store", str(store.path)]) == 1
+    err = capsys.readouterr().err
+    assert f"action {executed.id} ran on cluster {zk_connect} (/cluster/id {CLUSTER_ID}), not on {other}" in err
+    with ZkSession.open(other) as s:
+        assert dump_tree(s) == before
+    # on its own cluster, under another spelling, it is let through
+    assert main(["rollback", "--zk", spellings(zk_connect)[1], "--action", str(executed.id),
+                 "--store", str(store.path)]) == 0, capsys.readouterr().err

@@ -189,12 +189,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
-    from core.zk.reassign import rollback
+    from core.zk.reassign import AS_RECORDED, rollback
 
+    throttle = None if args.no_throttle else AS_RECORDED if args.throttle is None else args.throttle
     with write_session(args) as w:
-        done = rollback(w.session, w.store, args.action, cluster=w.cluster, throttle=args.throttle)
+        done = rollback(w.session, w.store, args.action, cluster=w.cluster, throttle=throttle)
     print(f"Successfully started the rollback of action {args.action}: {done.partitions} partitions "
           f"(action {done.action_id})")
+    chosen = done.rollback_throttle
+    line = f"Rollback {chosen.describe()}"
+    if done.throttles:
+        line += f", on brokers {','.join(map(str, done.throttles.brokers))} until verify"
+    elif chosen.rate:
+        line += ": no replica moves, so no throttle was set"
+    if args.throttle is None and not args.no_throttle:  # the default: say how to choose another
+        line += ("; --throttle BYTES_PER_S to change it, --no-throttle to run it unthrottled" if chosen.rate
+                 else "; --throttle BYTES_PER_S to throttle it")
+    print(line + ".")
     return 0
 
 
@@ -273,12 +284,27 @@ def register(sub) -> None:
         p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
         p.set_defaults(func=fn)
 
-    p = sub.add_parser("rollback", help="execute the rollback saved with a reassignment, once it has finished")
+    p = sub.add_parser("rollback", help="execute the rollback saved with a reassignment, once it has finished",
+                       description="Move the partitions of a reassignment Keel executed back to the replicas they had "
+                                   "before it (saved in the action history when it was executed), once no "
+                                   "reassignment is running. The rollback is throttled at the rate the reassignment "
+                                   "ran with unless --throttle or --no-throttle says otherwise; verify removes the "
+                                   "throttle once it is complete.")
     add_zk_options(p)
-    p.add_argument("--action", type=int, required=True, metavar="ID", help="the reassignment's action id")
-    p.add_argument("--throttle", type=int, metavar="BYTES_PER_S")
-    p.add_argument("--cluster", metavar="NAME")
-    p.add_argument("--store", metavar="FILE")
+    p.add_argument("--action", type=int, required=True, metavar="ID",
+                   help="the reassignment's action id (printed by execute; History lists them)")
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument("--throttle", type=int, metavar="BYTES_PER_S",
+                      help="replication throttle of the rollback in bytes/s, set on the brokers and topics involved "
+                           "as execute --throttle does (default: the rate the reassignment ran with, from the action "
+                           "history; none if it ran unthrottled)")
+    rate.add_argument("--no-throttle", action="store_true",
+                      help="run the rollback unthrottled even though the reassignment was throttled")
+    p.add_argument("--cluster", metavar="NAME",
+                   help="cluster name the rollback is recorded under in the action history (default: the --zk "
+                        "connect string, as execute records it)")
+    p.add_argument("--store", metavar="FILE",
+                   help="the action history holding the reassignment (default: $KEEL_STORE or .run/keel.sqlite)")
     p.set_defaults(func=cmd_rollback)
 
     p = sub.add_parser("cancel", help="cancel a running reassignment (Kafka 2.4+, kafka-reassign-partitions --cancel)",

@@ -1,7 +1,9 @@
 """Topic commands of `python -m core`: create-topic, add-partitions, alter-config, delete-topic.
 
-Each previews with --dry-run (nothing is written) and otherwise applies through core.zk.topic_admin,
-which re-validates against live state and records the action in the store.
+Each previews with --dry-run (nothing is written anywhere: not ZooKeeper, not the action history) and otherwise
+applies through core.zk.topic_admin, which re-validates against live state and records the action in the store.
+create-topic prints the placement it writes (or would write), one line per partition, and how it was chosen: a
+random draw (Kafka's start index) prints the --seed that places the replicas the same way again.
 """
 
 from __future__ import annotations
@@ -54,12 +56,39 @@ def _assignment_lines(assignment) -> str:
     return "\n".join(f"  partition {p}: replicas {','.join(map(str, r))}" for p, r in sorted(assignment.items()))
 
 
+# Seeds Keel draws itself when none is given: small enough to retype.
+_SEED_RANGE = 2**31
+
+
+def _placement_seed(args: argparse.Namespace) -> int | None:
+    """The seed of the random draws (Kafka's start index and follower shift): --seed, else one drawn here so that
+    it can be printed; None when nothing is drawn (--replica-assignment, --fixed-start-index)."""
+    if args.replica_assignment is not None or args.fixed_start_index >= 0:
+        return None
+    return args.seed if args.seed is not None else random.SystemRandom().randrange(_SEED_RANGE)
+
+
+def _placement_note(args: argparse.Namespace, seed: int | None) -> str | None:
+    """How the placement shown was chosen, and how to get it again."""
+    if args.replica_assignment is not None:
+        return None
+    if args.fixed_start_index >= 0:
+        return (f"placement: Kafka's, with --fixed-start-index {args.fixed_start_index} (no random draw: the same "
+                "alive brokers and racks give the same placement)")
+    same = "while the alive brokers and their racks stay the same"
+    if args.seed is not None:
+        return f"placement: drawn with --seed {seed}: the same seed gives the same placement {same}"
+    return (f"placement: drawn at random (Kafka draws its start index and follower shift at random, so every run "
+            f"places the replicas differently); --seed {seed} reproduces this one {same}")
+
+
 def cmd_create_topic(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
     from core.cli.io import naming_problems
     from core.topics import draft_create_topic, kafka_topics_command
     from core.zk.topic_admin import create_topic, live_state, refuse_unreadable
 
+    seed = _placement_seed(args)
     with write_session(args) as w:
         snap, _ = live_state(w.session)
         refuse_unreadable(snap, args.topic, f"create topic {args.topic}")
@@ -67,15 +96,18 @@ def cmd_create_topic(args: argparse.Namespace) -> int:
             draft = draft_create_topic(
                 snap, args.topic, partitions=args.partitions, replication_factor=args.replication_factor,
                 config=_config_pairs(args.config), replica_assignment=args.replica_assignment,
-                rack_mode="disabled" if args.disable_rack_aware else "enforced", rng=random.Random(args.seed),
+                rack_mode="disabled" if args.disable_rack_aware else "enforced", rng=random.Random(seed),
                 fixed_start_index=args.fixed_start_index)
         for warning in draft.warnings:
             print(warning, file=sys.stderr)
         _show_risks(draft.risks, args.accept_risk)
+        note = _placement_note(args, seed)
         if args.dry_run:
             print(f"would create topic {draft.name} ({draft.partitions} partitions, replication factor "
                   f"{draft.replication_factor}):")
             print(_assignment_lines(draft.assignment))
+            if note:
+                print(note)
             print("equivalent: " + kafka_topics_command(draft, "BOOTSTRAP"))
             if draft.risks and not args.accept_risk:
                 print("would be refused without --accept-risk (see the warnings)", file=sys.stderr)
@@ -83,6 +115,10 @@ def cmd_create_topic(args: argparse.Namespace) -> int:
         accepted = _accepted_risks(draft.risks, args)
         done = create_topic(w.session, w.store, draft, cluster=w.cluster, accept_risks=accepted)
     print(done.summary)
+    # create_topic writes the draft's placement as an explicit assignment: this is what the topic node holds
+    print(_assignment_lines(draft.assignment))
+    if note:
+        print(note)
     return 0
 
 
@@ -168,8 +204,11 @@ def register(sub) -> None:
     p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement, as kafka-topics takes it")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="topic config override (repeatable)")
     p.add_argument("--disable-rack-aware", action="store_true")
-    p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I")
-    p.add_argument("--seed", type=int, help="seed of the random start index (default: random)")
+    p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I",
+                   help="Kafka's start index (and follower shift): the placement is then fixed, no random draw")
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="seed of the random start index and follower shift, so that a run places the replicas as "
+                        "an earlier one did (every run prints the seed of its placement; default: a new draw)")
     _accept_risk(p)
     p.set_defaults(func=cmd_create_topic)
 

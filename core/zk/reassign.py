@@ -6,6 +6,7 @@ stores the plan and its rollback *before* writing, then writes the throttles (to
 configs, each announced by a change notification) and the reassignment node in one multi-op.
 Verify reports every partition as complete, in progress, not at its target, or gone (its topic was
 deleted, or never existed), and removes the throttles once none is in progress or off target.
+A rollback runs, unless told otherwise, at the throttle the reassignment it undoes ran with (its audit row's).
 Cancel (Kafka 2.4+) goes through the Admin API, the only way to stop a running reassignment (`cancel` below,
 with a core.kafka.admin.KafkaAdmin); before 2.4 a reassignment can only be waited for, then rolled back.
 
@@ -16,11 +17,12 @@ so a topic grown, reassigned or re-configured meanwhile fails the whole write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from core import zkformat as zf
 from core.errors import (
+    CorruptZnodeError,
     KeelError,
     KRaftControllerError,
     PlanError,
@@ -49,7 +51,7 @@ from core.plans import (  # noqa: F401  (re-exported: the statuses and throttle 
     throttles_for,
     validate_reassignment,
 )
-from core.store import Store
+from core.store import Action, Store
 from core.topics import require_accepted
 from core.zk.reader import read_for_write, refuse_corrupt
 from core.zk.reconcile import settle_unknown_write
@@ -128,6 +130,7 @@ class Executed:
     rollback: ReassignmentPlan
     throttles: Throttles | None
     warnings: tuple[str, ...]
+    rollback_throttle: RollbackThrottle | None = None  # a rollback's: the rate chosen and the one recorded
 
 
 def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster: str,
@@ -266,18 +269,87 @@ def verify(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster:
 
 # --- rollback -------------------------------------------------------------------------------------
 
+AS_RECORDED = "as recorded"  # rollback's default throttle: the rate the reassignment it undoes ran with
 
-def rollback(session: ZkSession, store: Store, action_id: int, *, cluster: str, throttle: int | None = None,
-             actor: str | None = None, accept_risks: bool | Sequence[str] = ()) -> Executed:
-    """Execute the rollback saved with a reassignment, once that reassignment has finished."""
+
+@dataclass(frozen=True)
+class RollbackThrottle:
+    """The rate a rollback runs with (None: unthrottled) and the rate the reassignment it undoes ran with.
+
+    By default they are the same: a rollback moves the same bytes back, and an unthrottled one on a large cluster
+    saturates the network the reassignment was throttled to spare. A reassignment that ran unthrottled is rolled
+    back unthrottled unless a rate is given."""
+
+    rate: int | None
+    recorded: int | None
+    action_id: int
+
+    def describe(self) -> str:
+        """E.g. "throttled at 2,000,000 B/s, the rate action #5 ran with"."""
+        rate = f"throttled at {self.rate:,} B/s" if self.rate else "unthrottled"
+        if self.rate == self.recorded:
+            return f"{rate}, the rate action #{self.action_id} ran with" if self.rate else \
+                f"{rate}, as action #{self.action_id} ran"
+        ran = f"at {self.recorded:,} B/s" if self.recorded else "unthrottled"
+        return f"{rate} (action #{self.action_id} ran {ran})"
+
+
+def recorded_throttle(action: Action) -> int | None:
+    """The throttle a recorded reassignment (or rollback) was executed with, None when it ran unthrottled."""
+    value = action.payload.get("throttle") if isinstance(action.payload, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def rollback_throttle(action: Action, throttle: int | None | str = AS_RECORDED) -> RollbackThrottle:
+    """The throttle of `action`'s rollback: `throttle` (None: unthrottled), by default (AS_RECORDED) the rate
+    `action` ran with."""
+    recorded = recorded_throttle(action)
+    return RollbackThrottle(recorded if throttle == AS_RECORDED else throttle, recorded, action.id)
+
+
+def _rollback_action(store: Store, action_id: int) -> Action:
+    """The recorded reassignment `action_id`, with a rollback; ValidationError otherwise."""
     action = store.action(action_id)
     if action is None or action.kind not in ("reassignment", "rollback") or not action.rollback:
         raise ValidationError(f"action {action_id} is not a recorded reassignment with a rollback")
+    return action
+
+
+def _refuse_another_cluster(session: ZkSession, action: Action, cluster: str) -> None:
+    """A rollback puts partitions back as they were on the cluster the reassignment ran on: refuse it on another
+    one (the same name, or the same /cluster/id however the connect string was spelled)."""
+    if action.cluster == cluster:
+        return
+    node = session.get(zf.CLUSTER_ID)
+    try:
+        here = zf.decode_cluster_id(node.data) if node.exists else None
+    except CorruptZnodeError:
+        here = None
+    if action.cluster_id is not None and here == action.cluster_id:
+        return
+    raise ValidationError(
+        f"action {action.id} ran on cluster {action.cluster}"
+        + (f" (/cluster/id {action.cluster_id})" if action.cluster_id else "")
+        + f", not on {cluster}" + (f" (/cluster/id {here})" if here else "")
+        + ": its rollback would move this cluster's partitions to another cluster's old assignment; nothing was "
+          "written", hint=f"roll it back on {action.cluster}")
+
+
+def rollback(session: ZkSession, store: Store, action_id: int, *, cluster: str,
+             throttle: int | None | str = AS_RECORDED, actor: str | None = None,
+             accept_risks: bool | Sequence[str] = ()) -> Executed:
+    """Execute the rollback saved with a reassignment, once that reassignment has finished, throttled at
+    `throttle` B/s (None: unthrottled; by default the rate the reassignment ran with, see RollbackThrottle).
+    The result's `rollback_throttle` says which."""
+    action = _rollback_action(store, action_id)
+    _refuse_another_cluster(session, action, cluster)
+    chosen = rollback_throttle(action, throttle)
     if session.exists(zf.REASSIGN):
         raise ReassignmentInProgressError(CANNOT_CANCEL)
     with store.recording_rollback_of(action_id):  # recorded as kind "rollback", linked to action_id
-        return execute(session, store, parse_reassignment(action.rollback), cluster=cluster, throttle=throttle,
+        done = execute(session, store, parse_reassignment(action.rollback), cluster=cluster, throttle=chosen.rate,
                        actor=actor, accept_risks=accept_risks)
+    return replace(done, rollback_throttle=chosen)
 
 
 # --- cancel (Kafka 2.4+, through the Admin API) ----------------------------------------------------

@@ -1,5 +1,6 @@
 """The Reassign page's execution side: Execute (a whole plan or its first wave), then the progress panel that follows
-the run live, executes the next waves, verifies (removing the throttles) and rolls back.
+the run live, executes the next waves, verifies (removing the throttles) and rolls back (by default at the rate
+the reassignment ran with, which the panel lets the operator change: dashboard/reassign/rollback.py).
 
 Every write goes through core.zk.reassign, which re-reads live state, refuses while /admin/reassign_partitions
 exists and records the action and its rollback in the audit store (History lists them). The run a session follows
@@ -41,6 +42,7 @@ from core.store import Action
 from core.zk import reassign
 from dashboard import actions, frame, ui
 from dashboard.reassign import plan_view as rs
+from dashboard.reassign import rollback as rollback_view
 from dashboard.text import md, md_text
 
 RESULT = "ra_result"  # the outcome of Execute
@@ -132,7 +134,7 @@ class FollowedRun:
         except KeelError:
             rollback = None
         return cls(action_id=action.id, label=f"Action #{action.id}", plan=plan, rollback=rollback,
-                   throttle=action.payload.get("throttle"), partitions=len(plan.entries), moving=None,
+                   throttle=reassign.recorded_throttle(action), partitions=len(plan.entries), moving=None,
                    throttled_brokers=())
 
 
@@ -241,18 +243,20 @@ def _verify(ctx: frame.PageContext, run: FollowedRun) -> None:
                 context=str(run.action_id))
 
 
-def _rollback(ctx: frame.PageContext, run: FollowedRun, accepted=()) -> None:
+def _rollback(ctx: frame.PageContext, run: FollowedRun, throttle: int | None, accepted=(),
+              form: actions.FormGuard | None = None) -> None:
+    """on_click of Roll back: the saved rollback at `throttle` B/s (None: unthrottled), as chosen on the panel."""
     def work() -> str:
         done = reassign.rollback(ctx.conn.write_session(), actions.store(), run.action_id, cluster=ctx.cluster.name,
-                                 throttle=run.throttle, actor=actions.actor(), accept_risks=list(accepted))
+                                 throttle=throttle, actor=actions.actor(), accept_risks=list(accepted))
         label = f"Rollback of action #{run.action_id}"
         message = _started(done, label)
-        _track(FollowedRun.executed(done, run.rollback, run.throttle, label, note=md_text(message)))
+        _track(FollowedRun.executed(done, run.rollback, throttle, label, note=md_text(message)))
         _await_start(ctx, run.rollback)
         return message
 
     if actions.run(RUN_RESULT, work, cfg=ctx.config, action="roll back the reassignment", scope="reassign-run",
-                   context=str(run.action_id)):
+                   context=str(run.action_id), form=form):
         actions.clear(RUN_RESULT)
 
 
@@ -561,14 +565,13 @@ def progress_panel(ctx: frame.PageContext) -> None:
                 "reassign.rollback_risks", live, lambda s: plan_risks(run.rollback, s), key=run.action_id)
             for risk in risks:
                 st.error(f"**The rollback may never finish.** {md(risk)}.", icon=":material/report:")
-            # the confirmation on its own line, the button under it: a label in a column is cut at 900 px
-            confirm = st.checkbox(f"Restore the {total:,} partition(s) to their replicas before "
-                                  f"action #{run.action_id}", key=f"ra_roll_confirm_{run.action_id}",
-                                  disabled=reason is not None or bool(running))
+            blocked = reason is not None or bool(running)
+            # by default at the rate the reassignment ran with (dashboard/reassign/rollback.py)
+            rate, confirm, form = rollback_view.confirmation(run.action_id, total, run.throttle, disabled=blocked)
             accepted = risk_boxes(risks, f"rollback:{run.action_id}", disabled=reason is not None)
-            st.button("Roll back", key="ra_rollback", icon=":material/undo:", on_click=_rollback,
-                      args=(ctx, run, accepted), help=roll_help,
-                      disabled=reason is not None or bool(running) or not confirm or len(accepted) < len(risks))
+            st.button("Roll back", key="ra_rollback", icon=":material/undo:", on_click=_rollback, help=roll_help,
+                      args=(ctx, run, rate, accepted, form),
+                      disabled=blocked or not confirm or len(accepted) < len(risks))
         if running and not cancelling:
             st.caption(f":material/info: {reassign.CANNOT_CANCEL}. Rollback is enabled once no reassignment is "
                        "running.")
