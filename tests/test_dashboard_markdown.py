@@ -313,7 +313,8 @@ def test_cluster_values_are_text_on_every_page(cluster, zk_connect, tmp_path, mo
     # issue 23 item 4: what GFM would link (assert_text_only checks every string of each page for it)
     monkeypatch.setenv("KEEL_ACTOR", MAIL)  # the local user, in the sidebar
     store.record(cluster="x", kind="alter-config", target=LINK_TOPIC, ok=True, actor=MAIL, source="none",
-                 summary=f"altered config of {LINK_TOPIC}: cleanup.policy={v['link_config']}", result="written")
+                 summary=f"altered config of {LINK_TOPIC}: cleanup.policy={v['link_config']}", result="written",
+                 payload={LINK_TOPIC: {"cleanup.policy": v["link_config"]}})
     at.switch_page("views/topics.py").run()
     at.selectbox(key="topic").select(LINK_TOPIC).run()
     assert_text_only(at, raw, escaped=[LINK_TOPIC, MAIL])
@@ -473,7 +474,8 @@ def test_chromium_fetches_and_links_nothing_a_cluster_wrote(cluster, leak_server
     groups_url = f"http://127.0.0.1:{port}/leak-group"
     Store(tmp_path / "keel.sqlite").record(
         cluster="x", kind="alter-config", target=LINK_TOPIC, ok=True, actor=MAIL, source="proxy", role="admin",
-        summary=f"altered config of {LINK_TOPIC}: cleanup.policy={v['link_config']}", result="written")
+        summary=f"altered config of {LINK_TOPIC}: cleanup.policy={v['link_config']}", result="written",
+        payload={LINK_TOPIC: {"cleanup.policy": v["link_config"]}})  # History shows it as JSON
     state_log, log_dirs = uploads(tmp_path, v)
     config = ('[keel]\nrole = "viewer"\n[auth]\nmode = "proxy"\n[access]\nadmin = ["group:sre"]\n'
               f'[clusters.x]\nzk = "{zk_connect}"\n')
@@ -549,11 +551,13 @@ def test_chromium_fetches_and_links_nothing_a_cluster_wrote(cluster, leak_server
         assert f"to {LINK_TOPIC} (2 → 3)" in text
         visit("/leaders", "Preferred-leader election")
         visit(f"/leaders?scope=One+topic&topic={LINK_TOPIC}", f"of {LINK_TOPIC} off their preferred leader")
-        visit("/restart", "Restart order")
+        # commands to copy are code blocks: in a code span the escapes would show
+        assert f"--zk {zk_connect} --broker 1" in visit("/restart", "Restart order")
         visit("/log_dirs", "Upload the output",
               then=upload(log_dirs, "Imbalance between the directories of one broker"))
         visit("/consumer_groups", "Consumer groups live in the brokers")
-        visit("/state_changes", "Upload one or more", then=upload(state_log, "Download the merged timeline"))
+        text = visit("/state_changes", "Upload one or more", then=upload(state_log, "Download the merged timeline"))
+        assert f"state-changes FILE... --topic {LINK_TOPIC}" in text
         visit("/reassign", "Goal")
         visit("/reassign?goal=Drain+brokers", "Choose the broker(s) to drain")
         visit("/history", "actions, newest first")
