@@ -349,8 +349,9 @@ if not isinstance(cfg, ConfigError) and chosen in cfg.clusters:
                     help="A configured cluster: open its live view (Overview, Topics, Brokers…)"):
         st.switch_page("views/overview.py", query_params={"cluster": chosen})
 else:
-    right.caption(f"{md(chosen)} is not in the Keel config: add it under {md(f'[clusters.{chosen}]')} to open it "
-                  "in the other pages.")  # a name from the fleet store: text (escapes would show in a code span)
+    # a name from the fleet store, as text (its escapes would show in a code span); brackets that link nothing are text
+    right.caption(f"{md(chosen)} is not in the Keel config: add it under [clusters.{md(chosen)}] to open it in the "
+                  "other pages.")
 
 row = by_name.loc[chosen]
 m = ui.metric_row()  # wraps in a narrow window instead of cutting values short
