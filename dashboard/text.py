@@ -5,13 +5,14 @@ expander and tab titles, metric labels and values, help tooltips and st.table ce
 config value or an error message quoting them is data written by whoever can write to ZooKeeper: interpolated raw,
 `![r](http://host/x)` makes every browser showing the page fetch that URL, `__x__` (a legal topic name) shows as a
 bold "x", `:red[...]` recolours text. Every such value goes through `md` (`md_text` for whole messages) before it
-meets markdown, also where it used to sit in backticks (Streamlit still expands `:material/..:` inside code spans);
-tables of cluster data are st.dataframe, whose cells are plain text.
+meets markdown, also where it used to sit in backticks (Streamlit still expands `:material/..:` inside code spans),
+and never inside a code span (its escapes show there): a command to copy is an st.code block of shell-quoted values.
+Tables of cluster data are st.dataframe, whose cells are plain text.
 Plotly does its own HTML-like markup in labels and hover texts: `plotly` escapes for it.
 
 Escaping does not stop links: GFM's autolink literals (`www.x`, `http://x`, `a@b.c`) are found by remark-gfm in the
-parsed text, after escapes are resolved, so a topic `www.evil-topic.example`, a cluster id `http://...` or an e-mail
--like group id would be a clickable link. `md` puts an empty `:small[]` between "www" and ".", "http(s)" and "://",
+parsed text, after escapes are resolved, so a topic `www.evil-topic.example`, a cluster id `http://...` or a group
+id `ops@evil.example` would be a clickable link. `md` puts an empty `:small[]` between "www" and ".", "http(s)" and "://",
 "@" and its domain: Streamlit draws it as an empty <span>, which splits the text where the link would start. Nothing
 of it is shown or copied (a zero-width character would be copied with the text and break a pasted topic name or
 address); tests/test_dashboard_markdown.py checks both in Chromium.
