@@ -184,7 +184,7 @@ def sidebar(cfg: KeelConfig, cluster: str) -> access.Decision:
         st.markdown(f":material/person_off: **Not signed in** · acting as {md(who.actor)} (the local user)")
     badges = st.container(horizontal=True)
     badges.badge(f"role: {d.role.value}", icon=":material/badge:", color="green" if d.can() else "gray",
-                 help=f"Your role on {cluster}: {d.why}")
+                 help=f"Your role on {md(cluster)}: {md(d.why)}")  # why: the [access] rule, an address
     if d.read_only:
         badges.badge("read-only", icon=":material/visibility:", color="orange")
     if d.exposed:

@@ -5,9 +5,17 @@ expander and tab titles, metric labels and values, help tooltips and st.table ce
 config value or an error message quoting them is data written by whoever can write to ZooKeeper: interpolated raw,
 `![r](http://host/x)` makes every browser showing the page fetch that URL, `__x__` (a legal topic name) shows as a
 bold "x", `:red[...]` recolours text. Every such value goes through `md` (`md_text` for whole messages) before it
-meets markdown, also where it used to sit in backticks (Streamlit still expands `:material/..:` inside code spans);
-tables of cluster data are st.dataframe, whose cells are plain text.
+meets markdown, also where it used to sit in backticks (Streamlit still expands `:material/..:` inside code spans),
+and never inside a code span (its escapes show there): a command to copy is an st.code block of shell-quoted values.
+Tables of cluster data are st.dataframe, whose cells are plain text.
 Plotly does its own HTML-like markup in labels and hover texts: `plotly` escapes for it.
+
+Escaping does not stop links: GFM's autolink literals (`www.x`, `http://x`, `a@b.c`) are found by remark-gfm in the
+parsed text, after escapes are resolved, so a topic `www.evil-topic.example`, a cluster id `http://...` or a group
+id `ops@evil.example` would be a clickable link. `md` puts an empty `:small[]` between "www" and ".", "http(s)" and "://",
+"@" and its domain: Streamlit draws it as an empty <span>, which splits the text where the link would start. Nothing
+of it is shown or copied (a zero-width character would be copied with the text and break a pasted topic name or
+address); tests/test_dashboard_markdown.py checks both in Chromium.
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ import re
 # the same in tests and logs; where it matters, at the start of a value (lists, "1." items), it is escaped too.
 _SPECIAL = re.compile(r"([\\`*_~\[\](){}!<>&$:/#|@])")
 _LEADING = re.compile(r"^([-+=]|\d+(?=[.)]))")  # a list item or setext underline at the start
-_WWW = re.compile(r"(www)\.", re.IGNORECASE)  # GFM turns www.x into a link
+# where GFM would start an autolink literal, in escaped text: www. / http:// / https:// (any case), and @
+_AUTOLINK = re.compile(r"www(?=\.)|https?(?=\\:\\/\\/)|\\@", re.IGNORECASE)
+INERT = ":small[]"  # an empty Streamlit directive: an empty <span>, nothing shown or copied
 # Control characters (newlines included) would start new blocks: show them as their escape (\n, \t, \x1b).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -40,7 +50,7 @@ def _leading(m: re.Match) -> str:
 def md(value: object) -> str:
     """`value` as markdown that renders exactly as `str(value)` reads, on one line."""
     text = _SPECIAL.sub(r"\\\1", _CONTROL.sub(_control, str(value)))
-    return _WWW.sub(r"\1\\.", _LEADING.sub(_leading, text))
+    return _AUTOLINK.sub(lambda m: m.group(0) + INERT, _LEADING.sub(_leading, text))
 
 
 def md_text(text: object) -> str:
@@ -61,4 +71,4 @@ def plotly(value: object) -> str:
 
 def unescape(markdown: str) -> str:
     """What `md` / `md_text` escaped, as it reads (for tests and for plain-text sinks)."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown.replace("  \n", "\n"))
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown.replace("  \n", "\n").replace(INERT, ""))

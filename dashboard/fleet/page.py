@@ -29,6 +29,7 @@ from core.store import run_dir
 from core.fleet.spark import InvalidMasterError, check_java
 from dashboard import frame, ui
 from dashboard.fleet import charts as fleet_charts
+from dashboard.text import md, md_text
 from dashboard.fleet.job import Cancelled, FleetJob, cancel_job, current_job, start_job
 
 DEFAULT_STORE = str(run_dir() / "fleet" / "store")  # under $RUN_DIR like all runtime state (else .run/)
@@ -343,12 +344,13 @@ chosen = left.selectbox("Cluster", names, key=K_CLUSTER,
                                               f"{by_name.at[n, 'imbalance_score']:.1f}")
 cfg = frame.config()
 if not isinstance(cfg, ConfigError) and chosen in cfg.clusters:
-    if right.button(f"Open {chosen} in Overview", key="fleet_open_overview", icon=":material/open_in_new:",
+    if right.button(f"Open {md(chosen)} in Overview", key="fleet_open_overview", icon=":material/open_in_new:",
                     on_click=open_in_overview, args=(chosen,),
                     help="A configured cluster: open its live view (Overview, Topics, Brokers…)"):
         st.switch_page("views/overview.py", query_params={"cluster": chosen})
 else:
-    right.caption(f"`{chosen}` is not in the Keel config: add it under `[clusters.{chosen}]` to open it in the "
+    # a name from the fleet store, as text (its escapes would show in a code span); brackets that link nothing are text
+    right.caption(f"{md(chosen)} is not in the Keel config: add it under [clusters.{md(chosen)}] to open it in the "
                   "other pages.")
 
 row = by_name.loc[chosen]
@@ -364,12 +366,12 @@ cluster_metrics = metrics[metrics["cluster"] == chosen]
 try:
     tb = load_topic_broker(out_key, stamp, chosen)
 except (KeelError, OSError, ValueError) as e:
-    st.error(f"Cannot read topic_broker of {chosen}: {e}", icon=":material/error:")
+    st.error(md_text(f"Cannot read topic_broker of {chosen}: {e}"), icon=":material/error:")
     tb = None
 if tb is not None:
     tgrid = fleet_charts.topic_broker_grid(tb, cluster_metrics)
     if tgrid.empty:
-        st.info(f"{chosen} has no topics.", icon=":material/topic:")
+        st.info(f"{md(chosen)} has no topics.", icon=":material/topic:")
     else:
         st.plotly_chart(fleet_charts.topic_broker_heatmap(tgrid, chosen), key="fleet_topic_heatmap",
                         config={"displayModeBar": False},

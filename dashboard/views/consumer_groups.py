@@ -4,6 +4,7 @@ column (click its header). Read through the Admin API (core.kafka.groups)."""
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import pandas as pd
@@ -71,7 +72,7 @@ st.subheader("A group", anchor=False)
 pick = st.selectbox("Group", [g.group_id for g in groups], key="cg_group")
 g = next(x for x in groups if x.group_id == pick)
 m = st.columns(3)
-m[0].metric("State", g.state, border=True)
+m[0].metric("State", md(g.state), border=True)
 m[1].metric("Members", len(g.members), border=True)
 m[2].metric("Total lag", f"{g.total_lag:,}", border=True)
 rows = lag_rows([g])
@@ -90,4 +91,6 @@ if g.members:
         st.dataframe(pd.DataFrame([{"Member": mb.member_id, "Client": mb.client_id, "Host": mb.host,
                                     "Partitions": ", ".join(f"{t}-{p}" for t, p in mb.assignment)}
                                    for mb in g.members]), hide_index=True, key="cg_members")
-st.caption(f"`python -m core consumer-groups --bootstrap-server {md(cluster.bootstrap)} --group {md(g.group_id)}`")
+# a code block: markdown escapes would show in a code span (they are literal there); a group id is any string
+st.code(f"python -m core consumer-groups --bootstrap-server {shlex.quote(cluster.bootstrap)} "
+        f"--group {shlex.quote(g.group_id)}", language="bash", wrap_lines=True)

@@ -5,6 +5,8 @@ brokers. Read-only: Keel does not stop brokers, it says when and in which order 
 
 from __future__ import annotations
 
+import shlex
+
 import pandas as pd
 import streamlit as st
 
@@ -111,8 +113,10 @@ def live() -> None:
                 st.dataframe(pd.DataFrame([{"Topic": m.topic, "Partition": m.partition,
                                             "New leader": "none (offline)" if m.to is None else str(m.to)}
                                            for m in ch.leader_moves]), hide_index=True, key="rr_moves")
-        st.caption(f"`python -m core restart-check --zk {md(ctx.cluster.zk)} --broker {ch.broker} --wait 600` "
-                   "exits 0 once it is safe (3 while it is not).")
+        # a code block, not a code span: markdown escapes would show in a span (they are literal there)
+        st.caption("The same check on the command line exits 0 once it is safe (3 while it is not):")
+        st.code(f"python -m core restart-check --zk {shlex.quote(ctx.cluster.zk)} --broker {ch.broker} --wait 600",
+                language="bash", wrap_lines=True)
 
     # --- the order ----------------------------------------------------------------------------------------
     st.subheader("Restart order", anchor=False)

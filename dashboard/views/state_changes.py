@@ -4,6 +4,8 @@ a partition's timeline as a table and a chart of its state changes (core.state_c
 
 from __future__ import annotations
 
+import shlex
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -102,5 +104,6 @@ st.dataframe(df, hide_index=True, key="sc_table", column_config={"Line": st.colu
 merged = "\n".join(f"[broker {e.broker}] {e.text}" if e.broker is not None else e.text for e in entries)
 st.download_button("Download the merged timeline", merged + "\n", file_name=f"state-changes-{topic}.log",
                    mime="text/plain", icon=":material/download:", key="sc_download")
-st.caption(f"Same as `python -m core state-changes FILE... --topic {md(topic)}"
-           + (f" --partition {partition}" if partition != "all" else "") + "`")
+st.caption("Same as:")  # a code block: markdown escapes would show in a code span (they are literal there)
+st.code(f"python -m core state-changes FILE... --topic {shlex.quote(topic)}"
+        + (f" --partition {partition}" if partition != "all" else ""), language="bash", wrap_lines=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import threading
 import time
 import uuid
@@ -315,9 +316,10 @@ def test_log_dirs_and_consumer_groups_pages_read_the_real_brokers(healthy: RealK
     from kafka.structs import OffsetAndMetadata
 
     from tests.test_dashboard_apptest import app, table_with, texts, write_config
+    from tests.test_dashboard_markdown import autolinks, markdown_strings
 
     kafka = healthy
-    topic, group = _topic("page"), _topic("page-group")
+    topic, group = _topic("page"), f"ops@{_topic('page-group')}.example"  # a group id is any string: an address here
     create_topic(kafka, topic, {0: [1, 2], 1: [2, 3]})
     produce(kafka, topic, {0: 300_000, 1: 100_000})
     consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=group, enable_auto_commit=False)
@@ -339,5 +341,9 @@ def test_log_dirs_and_consumer_groups_pages_read_the_real_brokers(healthy: RealK
         rows = next(d.value for d in at.dataframe if {"Partition", "Lag", "Log end"} <= set(d.value.columns))
         lagging = rows[(rows["Topic"] == topic) & (rows["Partition"] == 0)].iloc[0]
         assert lagging["Committed"] == 1 and lagging["Log end"] > 1 and lagging["Lag"] == lagging["Log end"] - 1
+        # issue 23 item 4: the id is text, never a mailto link; the command to copy names it exactly
+        [command] = [c.value for c in at.code if "consumer-groups" in c.value]
+        assert shlex.split(command)[-2:] == ["--group", group]
+        assert not [s for s in markdown_strings(at) if autolinks(s)]
     finally:
         st.cache_resource.clear()
