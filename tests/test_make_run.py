@@ -42,7 +42,7 @@ def _health(port: int) -> str:
         return ""
 
 
-@pytest.mark.parametrize("ending", ["ctrl-c", "make terminated", "make killed"])
+@pytest.mark.parametrize("ending", ["ctrl-c", "make interrupted", "make terminated", "make killed"])
 def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
     zk_port, http_port = zkserver.free_port(), zkserver.free_port()
     run_dir = tmp_path / "run"
@@ -65,6 +65,8 @@ def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
 
         if ending == "ctrl-c":  # the terminal signals the whole foreground group
             os.killpg(make.pid, signal.SIGINT)
+        elif ending == "make interrupted":  # `kill -INT <make>`: make tells its children nothing (issue 24)
+            make.send_signal(signal.SIGINT)
         elif ending == "make terminated":
             make.send_signal(signal.SIGTERM)
         else:  # make gone without a word: run.sh notices its parent is gone
