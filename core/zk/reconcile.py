@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 60.0  # a pending row younger than this may belong to a run still in flight: left alone
 UNKNOWN_ELECTION = "unknown (the election node is transient)"
+SETTLE_SYNC_TIMEOUT = 1.0  # after a write timeout: how long settle_unknown_write waits for ZooKeeper to answer
 
 _LEADER_THROTTLED = "leader.replication.throttled.replicas"
 _FOLLOWER_THROTTLED = "follower.replication.throttled.replicas"
@@ -142,8 +143,8 @@ def settle_unknown_write(session: ZkSession, store: Store, action_id: int, error
     settled = None
     action = store.action(action_id)
     if session.connected and action is not None and action.status == "pending":
-        try:
-            session.sync()
+        try:  # bounded: a server frozen at the write would hold an unbounded sync until kazoo drops it (10 s)
+            session.sync(timeout=SETTLE_SYNC_TIMEOUT if error.timed_out else session.settings.connect_timeout)
         except KeelError as e:
             log.info("could not sync to settle action #%s: %s", action_id, e)
         else:

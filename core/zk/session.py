@@ -47,6 +47,7 @@ from core.errors import (
 )
 from core.zk import acl as zacl
 from core.zk import faults
+from core.zk.ops import Op, expand  # noqa: F401  (Op re-exported: callers import it from here)
 from core.zk.settings import (  # noqa: F401  (re-exported: callers import these from core.zk.session)
     ConnectString,
     TlsOptions,
@@ -69,7 +70,7 @@ class _RedactAuth(logging.Filter):
 
 
 logging.getLogger("keel.kazoo").addFilter(_RedactAuth())
-
+CLOSE_TIMEOUT = 1.0  # seconds close() waits for kazoo's stop(): ms against a live server
 @dataclass(frozen=True)
 class Node:
     path: str
@@ -120,18 +121,6 @@ def _translate(e: Exception, path: str | None) -> Exception:
     if isinstance(e, KazooTimeoutError):
         return ZooKeeperUnreachableError(f"ZooKeeper did not answer a request for {path} in time")
     return ZkOperationError(f"ZooKeeper error on {path}: {type(e).__name__} {e}", path)
-
-
-@dataclass
-class Op:
-    """One operation of an atomic multi-op (see ZkSession.multi)."""
-
-    kind: str  # create | set | delete | check
-    path: str
-    data: bytes = b""
-    version: int = -1
-    sequence: bool = False
-    ephemeral: bool = False
 
 
 class ZkSession:
@@ -211,22 +200,25 @@ class ZkSession:
         if self._client.chroot and not self._client.exists("/"):
             warnings.warn("No chroot path exists, the chroot path should be created before normal use.")
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Stop the session, waiting at most `timeout` s. kazoo's stop() waits out a connection attempt in flight
+        (see _start_client) and, connected, for the server to answer the close: up to the session timeout
+        against a frozen server. Past `timeout` it goes on in a daemon thread (kazoo has already stopped
+        reconnecting, so a write still queued is never sent) and the server expires the session."""
         with self._lock:
             self._close_wire()
-        if self.connected:
-            self._stop_client()
-            return
-        # Not connected: kazoo's stop() would wait out a connection attempt in flight (see _start_client).
         closer = threading.Thread(target=self._stop_client, name="keel-zk-close", daemon=True)
         closer.start()
-        closer.join(timeout=1.0)
+        closer.join(timeout=timeout)
 
     def _stop_client(self) -> None:
         try:
-            self._client.stop()
-        finally:
-            self._client.close()
+            try:
+                self._client.stop()
+            finally:
+                self._client.close()
+        except Exception as e:  # in close()'s thread: kazoo gave up waiting for a frozen server
+            log.info("ZooKeeper session not closed cleanly: %s", e)
 
     def __enter__(self) -> "ZkSession":
         return self
@@ -305,15 +297,16 @@ class ZkSession:
             except KazooException as e:
                 raise _translate(e, path) from None
 
-    def sync(self, path: str = "/") -> None:
+    def sync(self, path: str = "/", *, timeout: float | None = None) -> None:
         """Make the reads that follow see every write committed before this call, through both of this
-        session's connections (kazoo's and the bulk reader's, which may sit on different servers)."""
+        session's connections (kazoo's and the bulk reader's, which may sit on different servers). `timeout`
+        bounds each wait: ZooKeeperUnreachableError past it."""
         try:
-            self._client.sync(path)
-        except KazooException as e:
+            self._client.sync_async(path).get(timeout=timeout)
+        except (KazooException, KazooTimeoutError) as e:
             raise _translate(e, path) from None
         if self._wire_usable():
-            self._wire_call(lambda wire: wire.sync(path))
+            self._wire_call(lambda wire: wire.sync(path, timeout=timeout))
 
     def exists(self, path: str, watch: WatchFn | None = None) -> bool:
         try:
@@ -547,16 +540,18 @@ class ZkSession:
         return s.write_timeout if s.write_timeout is not None else s.session_timeout + s.connect_timeout
 
     def multi(self, ops: Iterable[Op]) -> list[str | None]:
-        """Apply ops atomically (ZooKeeper multi). Raises the translated error of the op that failed, or
-        ZkWriteOutcomeUnknownError when no answer came (within `write_timeout`, connection or session lost)."""
+        """Apply ops atomically (ZooKeeper multi). Raises the translated error of the op that failed (for an
+        `absent` op: NodeExists on its path, see core.zk.ops), or ZkWriteOutcomeUnknownError when no answer came
+        (within `write_timeout`, connection or session lost). Returns, per op, the path a create made."""
         ops = list(ops)
+        run, origin = expand(ops, self.exists)
         tx = self._client.transaction()
         created: list[tuple[str, tuple[zacl.Acl, ...]]] = []
-        for op in ops:
+        for op, i in zip(run, origin):
             if op.kind == "create":
                 acls = self.acl_for(op.path)
                 tx.create(op.path, op.data, acl=_kazoo_acl(acls), ephemeral=op.ephemeral, sequence=op.sequence)
-                if not op.ephemeral and not op.sequence:
+                if ops[i].kind == "create" and not op.ephemeral and not op.sequence:
                     created.append((op.path, acls))
             elif op.kind == "set":
                 tx.set_data(op.path, op.data, version=op.version)
@@ -581,13 +576,17 @@ class ZkSession:
                                              timed_out=isinstance(e, KazooTimeoutError)) from None
         except KazooException as e:
             raise _translate(e, None) from None
-        for op, res in zip(ops, results):
+        for op, res in zip(run, results):
             if isinstance(res, Exception) and not isinstance(res, RolledBackError):
                 raise _translate(res, op.path)
         for path, acls in created:
             self._acls.created(path, acls)
         faults.pause("after-multi")
-        return [r if isinstance(r, str) else None for r in results]
+        out: list[str | None] = [None] * len(ops)
+        for op, i, res in zip(run, origin, results):
+            if ops[i].kind == "create" and isinstance(res, str):
+                out[i] = res
+        return out
 
 
 def _kazoo_acl(acls: Sequence[zacl.Acl]) -> list[ACL]:
