@@ -11,6 +11,7 @@ import json
 import random
 import sys
 
+from core.cli.argtypes import whole
 from core.errors import RiskNotAcceptedError, ValidationError
 
 
@@ -169,20 +170,20 @@ def register(sub) -> None:
     p = sub.add_parser("create-topic", help="create a topic with Kafka's exact replica assignment")
     _common(p)
     p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int, metavar="N")
-    p.add_argument("--replication-factor", type=int, metavar="R")
+    p.add_argument("--partitions", type=whole, metavar="N")
+    p.add_argument("--replication-factor", type=whole, metavar="R")
     p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement, as kafka-topics takes it")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="topic config override (repeatable)")
     p.add_argument("--disable-rack-aware", action="store_true")
-    p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I")
-    p.add_argument("--seed", type=int, help="seed of the random start index (default: random)")
+    p.add_argument("--fixed-start-index", type=whole, default=-1, metavar="I")
+    p.add_argument("--seed", type=whole, help="seed of the random start index (default: random)")
     _accept_risk(p)
     p.set_defaults(func=cmd_create_topic)
 
     p = sub.add_parser("add-partitions", help="grow a topic to N partitions (Kafka's placement)")
     _common(p)
     p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int, required=True, metavar="N", help="the new total")
+    p.add_argument("--partitions", type=whole, required=True, metavar="N", help="the new total")
     p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement of the new partitions")
     p.set_defaults(func=cmd_add_partitions)
 
