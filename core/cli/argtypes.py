@@ -20,14 +20,19 @@ LONG_MIN, LONG_MAX = -(2 ** 63), 2 ** 63 - 1  # Kafka's numbers are Java longs a
 MAX_CHARS = 40  # a longer option value is refused unread
 
 
+def _read(text: str, convert: Callable[[str], int | float], refusal: str) -> int | float:
+    """convert(text), unless the text is too long to be meant or does not convert: then `refusal`."""
+    if len(text.strip()) > MAX_CHARS:
+        raise argparse.ArgumentTypeError(refusal)
+    try:
+        return convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(refusal) from None
+
+
 def whole(text: str) -> int:
     """A whole number within a Java long, as int() reads it."""
-    if len(text.strip()) > MAX_CHARS:
-        raise argparse.ArgumentTypeError(f"invalid int value: {shown(text)}")
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {shown(text)}") from None
+    value = int(_read(text, int, f"invalid int value: {shown(text)}"))
     if not LONG_MIN <= value <= LONG_MAX:
         raise argparse.ArgumentTypeError(f"must be a whole number between {LONG_MIN:,} and {LONG_MAX:,}, "
                                          f"got {shown(text)}")
@@ -38,15 +43,10 @@ def seconds(maximum: float) -> Callable[[str], float]:
     """A number of seconds in (0, maximum]: not nan, inf, zero, negative or absurd."""
 
     def parse(text: str) -> float:
-        bounds = f"must be a number of seconds in (0, {maximum:g}]"
-        if len(text.strip()) > MAX_CHARS:
-            raise argparse.ArgumentTypeError(f"{bounds}, got {shown(text)}")
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{bounds}, got {shown(text)}") from None
+        refusal = f"must be a number of seconds in (0, {maximum:g}], got {shown(text)}"
+        value = float(_read(text, float, refusal))
         if not (math.isfinite(value) and 0 < value <= maximum):
-            raise argparse.ArgumentTypeError(f"{bounds}, got {shown(text)}")
+            raise argparse.ArgumentTypeError(refusal)
         return value
 
     parse.__name__ = "seconds"

@@ -12,6 +12,7 @@ import logging
 import re
 import ssl
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
@@ -71,6 +72,8 @@ class _RedactAuth(logging.Filter):
 
 logging.getLogger("keel.kazoo").addFilter(_RedactAuth())
 CLOSE_TIMEOUT = 1.0  # seconds close() waits for kazoo's stop(): ms against a live server
+
+
 @dataclass(frozen=True)
 class Node:
     path: str
@@ -99,12 +102,14 @@ def _wrap(fn: WatchFn):
 
 
 class ZkWriteOutcomeUnknownError(ZkOperationError):
-    """A write (all or nothing) with no answer: connection or session lost, or no answer within the write timeout
-    (`timed_out`). It may be committed; its pending action is settled by core.zk.reconcile."""
+    """A write (all or nothing) with no answer: connection or session lost, or none within the write timeout
+    (`timed_out`, which ends at `deadline`, a time.monotonic()). core.zk.reconcile settles its pending action."""
 
-    def __init__(self, message: str, path: str | None = None, *, timed_out: bool = False):
+    def __init__(self, message: str, path: str | None = None, *, timed_out: bool = False,
+                 deadline: float | None = None):
         super().__init__(message, path)
         self.timed_out = timed_out
+        self.deadline = deadline
 
 
 def _translate(e: Exception, path: str | None) -> Exception:
@@ -201,10 +206,9 @@ class ZkSession:
             warnings.warn("No chroot path exists, the chroot path should be created before normal use.")
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
-        """Stop the session, waiting at most `timeout` s. kazoo's stop() waits out a connection attempt in flight
-        (see _start_client) and, connected, for the server to answer the close: up to the session timeout
-        against a frozen server. Past `timeout` it goes on in a daemon thread (kazoo has already stopped
-        reconnecting, so a write still queued is never sent) and the server expires the session."""
+        """Stop the session within `timeout` s. kazoo's stop() waits out a connection attempt in flight (see
+        _start_client) and, connected, the close's answer: the session timeout against a frozen server. Past
+        `timeout` it goes on in a daemon thread (kazoo no longer reconnects: a queued write is never sent)."""
         with self._lock:
             self._close_wire()
         closer = threading.Thread(target=self._stop_client, name="keel-zk-close", daemon=True)
@@ -298,9 +302,8 @@ class ZkSession:
                 raise _translate(e, path) from None
 
     def sync(self, path: str = "/", *, timeout: float | None = None) -> None:
-        """Make the reads that follow see every write committed before this call, through both of this
-        session's connections (kazoo's and the bulk reader's, which may sit on different servers). `timeout`
-        bounds each wait: ZooKeeperUnreachableError past it."""
+        """Make the reads that follow see every write committed before this call, through both of this session's
+        connections (kazoo's, the bulk reader's: maybe on other servers); ZooKeeperUnreachableError past `timeout`."""
         try:
             self._client.sync_async(path).get(timeout=timeout)
         except (KazooException, KazooTimeoutError) as e:
@@ -563,6 +566,7 @@ class ZkSession:
                 raise ValueError(f"unknown op kind {op.kind!r}")
         faults.pause("before-multi")
         timeout = self.write_timeout
+        deadline = time.monotonic() + timeout
         try:
             results = tx.commit_async().get(timeout=timeout)
         except (ConnectionLoss, SessionExpiredError, KazooTimeoutError) as e:
@@ -573,7 +577,7 @@ class ZkSession:
             first = ops[0].path if ops else None
             raise ZkWriteOutcomeUnknownError(f"{why}: the write ({len(ops)} operations on {first} ...) may or may "
                                              "not have been applied", first,
-                                             timed_out=isinstance(e, KazooTimeoutError)) from None
+                                             timed_out=isinstance(e, KazooTimeoutError), deadline=deadline) from None
         except KazooException as e:
             raise _translate(e, None) from None
         for op, res in zip(run, results):
@@ -582,11 +586,8 @@ class ZkSession:
         for path, acls in created:
             self._acls.created(path, acls)
         faults.pause("after-multi")
-        out: list[str | None] = [None] * len(ops)
-        for op, i, res in zip(run, origin, results):
-            if ops[i].kind == "create" and isinstance(res, str):
-                out[i] = res
-        return out
+        made = dict(reversed(list(zip(origin, results))))  # each op's first result: what its create made
+        return [made[i] if op.kind == "create" and isinstance(made[i], str) else None for i, op in enumerate(ops)]
 
 
 def _kazoo_acl(acls: Sequence[zacl.Acl]) -> list[ACL]:
