@@ -199,6 +199,8 @@ def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping
         raise ConfigError(source, None, f"not valid TOML: {e}") from None
     except RecursionError:  # tomllib is recursive: arrays nested thousands deep exhaust the stack
         raise ConfigError(source, None, "not a Keel config: values are nested too deeply") from None
+    except ValueError:  # int() of more than 4,300 digits (Python's limit; no number of keel.toml is that long)
+        raise ConfigError(source, None, "not a Keel config: a number in it has thousands of digits") from None
 
     keel = doc.get("keel", {})
     if not isinstance(keel, dict):

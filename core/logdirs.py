@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from core.balance.sizes import MAX_LOG_DIRS_BYTES, load_log_dirs_document  # noqa: F401  (re-exported)
 from core.errors import PlanError
+from core.numbers import json_int
 
 ANY = "any"  # Kafka's "no preference" log dir
 
@@ -297,7 +298,7 @@ def parse_dir_plan(text: str | bytes | Mapping, replicas: Mapping[tuple[str, int
         doc = text
     else:
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, parse_int=json_int)
         except ValueError as e:
             raise PlanError(f"the plan is not valid JSON: {e}") from None
         except RecursionError:

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any, Iterable, Iterator, Mapping
 
 from core.errors import SnapshotFormatError
+from core.numbers import json_int
 
 SNAPSHOT_FORMAT = "keel.snapshot/1"
 NO_LEADER = -1
@@ -213,7 +214,7 @@ class ClusterSnapshot:
             raise SnapshotFormatError(f"snapshot is {len(text):,} bytes; the limit is {MAX_SNAPSHOT_BYTES // 2**20} MiB "
                                       "(~2 million partitions)")
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, parse_int=json_int)
         except ValueError as e:
             raise SnapshotFormatError(f"snapshot is not valid JSON: {e}") from None
         except RecursionError:

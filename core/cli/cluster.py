@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from core.cli.argtypes import whole
 from core.cli.common import add_zk_options, stderr_progress, zk_session
 from core.cli.io import check_output, write_output
 from core.errors import TooLargeError, UnknownTopicError
@@ -122,12 +123,12 @@ def register(sub) -> None:
 
     p = sub.add_parser("assign", help="Kafka's exact replica assignment for a new topic (or new partitions)")
     p.add_argument("--brokers", required=True, metavar="ID[:RACK],...", help="brokers, e.g. 0:r1,1:r2,2:r1")
-    p.add_argument("--partitions", type=int, required=True, metavar="N")
-    p.add_argument("--replication-factor", type=int, required=True, metavar="R")
-    p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I",
+    p.add_argument("--partitions", type=whole, required=True, metavar="N")
+    p.add_argument("--replication-factor", type=whole, required=True, metavar="R")
+    p.add_argument("--fixed-start-index", type=whole, default=-1, metavar="I",
                    help="first broker index (default: random, as Kafka)")
-    p.add_argument("--start-partition-id", type=int, default=-1, metavar="P")
+    p.add_argument("--start-partition-id", type=whole, default=-1, metavar="P")
     p.add_argument("--disable-rack-aware", action="store_true", help="ignore racks (kafka-topics' flag)")
-    p.add_argument("--seed", type=int, help="seed for the random start index and shift")
+    p.add_argument("--seed", type=whole, help="seed for the random start index and shift")
     p.set_defaults(func=cmd_assign)
 

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 
+from core.cli.argtypes import REQUEST, WAIT, seconds, whole
 from core.cli.common import add_zk_options
 from core.cli.ops_kafka import snapshot_from_args as _snapshot
 from core.errors import ValidationError
@@ -221,9 +222,9 @@ def register(sub) -> None:
                    help="measured producer throughput of one partition Tp")
     p.add_argument("--consumer-mbps", type=float, required=True, metavar="MB/S",
                    help="measured consumer throughput of one partition Tc")
-    p.add_argument("--brokers", type=int, metavar="N", help="broker count: round up to a multiple of it")
-    p.add_argument("--replication-factor", type=int, metavar="R", help="for the per-broker figures")
-    p.add_argument("--current-partitions", type=int, metavar="P", help="the topic's partition count today")
+    p.add_argument("--brokers", type=whole, metavar="N", help="broker count: round up to a multiple of it")
+    p.add_argument("--replication-factor", type=whole, metavar="R", help="for the per-broker figures")
+    p.add_argument("--current-partitions", type=whole, metavar="P", help="the topic's partition count today")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_advise_partitions)
 
@@ -231,8 +232,8 @@ def register(sub) -> None:
     add_zk_options(p, required=False)
     p.add_argument("--snapshot", metavar="FILE", help="a snapshot file instead of --zk")
     p.add_argument("--brokers", metavar="ID:RACK,...", help="brokers instead of a cluster, e.g. 1:a,2:a,3:b,4:c")
-    p.add_argument("--replication-factor", type=int, metavar="R", help="default: the most common one (else 3)")
-    p.add_argument("--partitions", type=int, metavar="P", help="partitions per topic (default 12 x brokers)")
+    p.add_argument("--replication-factor", type=whole, metavar="R", help="default: the most common one (else 3)")
+    p.add_argument("--partitions", type=whole, metavar="P", help="partitions per topic (default 12 x brokers)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rack_skew)
 
@@ -243,7 +244,7 @@ def register(sub) -> None:
         p = sub.add_parser(name, help=text)
         add_zk_options(p, required=False)
         p.add_argument("--snapshot", metavar="FILE", help="a snapshot file instead of --zk")
-        p.add_argument("--min-isr-default", type=int, metavar="N",
+        p.add_argument("--min-isr-default", type=whole, metavar="N",
                        help="the brokers' static min.insync.replicas (ZooKeeper shows only topic overrides and the "
                             "dynamic cluster default; default: that, else 1)")
         p.add_argument("--topic", metavar="REGEX", help="only the partitions of topics whose whole name matches "
@@ -251,13 +252,13 @@ def register(sub) -> None:
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
         if name == "restart-check":
-            p.add_argument("--broker", type=int, required=True, metavar="B")
-            p.add_argument("--wait", type=float, metavar="S",
+            p.add_argument("--broker", type=whole, required=True, metavar="B")
+            p.add_argument("--wait", type=seconds(WAIT), metavar="S",
                            help="re-check until safe (e.g. until under-replicated = 0), for at most S seconds")
-            p.add_argument("--interval", type=float, default=1.0, metavar="S", help=argparse.SUPPRESS)
+            p.add_argument("--interval", type=seconds(REQUEST), default=1.0, metavar="S", help=argparse.SUPPRESS)
             p.add_argument("--allow-under-replicated", action="store_true",
                            help="only check availability and min ISR (e.g. with a broker down for good)")
-            p.add_argument("--limit", type=int, default=20, metavar="N", help="leadership moves listed (default 20)")
+            p.add_argument("--limit", type=whole, default=20, metavar="N", help="leadership moves listed (default 20)")
 
     p = sub.add_parser("migration", help="ZooKeeper -> KRaft migration state (/migration, the KRaft controller)")
     add_zk_options(p)

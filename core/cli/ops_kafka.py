@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from core.cli.argtypes import WAIT, seconds, shown, whole
 from core.cli.common import add_bootstrap_option, add_zk_options, kafka_admin
 from core.errors import ValidationError
 from core.model import ClusterSnapshot
@@ -102,8 +103,8 @@ def cmd_log_dirs_plan(args: argparse.Namespace) -> int:
     brokers = None
     if args.broker_list:
         items = [x.strip() for x in args.broker_list.split(",")]
-        if not all(x.isascii() and x.isdigit() for x in items):
-            raise ValidationError(f"--broker-list {args.broker_list!r} must be broker ids, e.g. 1,2,3")
+        if not all(x.isascii() and x.isdigit() and len(x) <= 10 for x in items):
+            raise ValidationError(f"--broker-list {shown(args.broker_list)} must be broker ids, e.g. 1,2,3")
         brokers = {int(x) for x in items}
     plan = plan_balance(view, replicas, brokers=brokers, max_moves=args.max_moves, busy=busy)
     doc = plan.document(replicas)
@@ -228,8 +229,8 @@ def _partitions(values: list[str] | None) -> list[int] | None:
     out = []
     for v in values:
         for item in v.split(","):
-            if not item.strip().isdigit():
-                raise ValidationError(f"--partition {item!r} is not a partition number")
+            if not item.strip().isdigit() or len(item.strip()) > 10:
+                raise ValidationError(f"--partition {shown(item)} is not a partition number")
             out.append(int(item))
     return out
 
@@ -241,7 +242,7 @@ def cmd_state_changes(args: argparse.Namespace) -> int:
     logs = []
     for spec in args.files:
         label, eq, path = spec.partition("=")
-        if not eq or not label.isdigit():
+        if not eq or not label.isdigit() or len(label) > 10:
             label, path = spec, spec
             broker = None
         else:
@@ -280,7 +281,7 @@ def register(sub) -> None:
     add_zk_options(p, required=False)
     p.add_argument("--snapshot", metavar="FILE", help="the cluster's snapshot instead of --zk (current replicas)")
     p.add_argument("--broker-list", metavar="1,2,3", help="only these brokers")
-    p.add_argument("--max-moves", type=int, metavar="N", help="at most N replica moves")
+    p.add_argument("--max-moves", type=whole, metavar="N", help="at most N replica moves")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the plan, or - for stdout")
     p.set_defaults(func=cmd_log_dirs_plan)
 
@@ -292,7 +293,7 @@ def register(sub) -> None:
     p.add_argument("--reassignment-json-file", required=True, metavar="FILE")
     p.add_argument("--dry-run", action="store_true", help="show the moves; change nothing")
     p.add_argument("--no-wait", action="store_true", help="do not wait for the brokers to finish the copies")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="how long to wait (default 120)")
+    p.add_argument("--timeout", type=seconds(WAIT), default=120.0, metavar="S", help="how long to wait (default 120)")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
     p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
     p.set_defaults(func=cmd_log_dirs_execute)

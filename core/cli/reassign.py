@@ -14,16 +14,14 @@ import argparse
 import json
 import sys
 
+from core.cli.argtypes import id_list, whole
 from core.errors import ValidationError
 
 
 def _ids(text: str | None, what: str) -> tuple[int, ...] | None:
     if text is None:
         return None
-    try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise ValidationError(f"{what} must be comma-separated broker ids, got {text!r}") from None
+    return id_list(text, what)
 
 
 def _write(path: str, text: str, option: str = "-o") -> None:
@@ -252,16 +250,16 @@ def register(sub) -> None:
     p.add_argument("--topics-to-move-json-file", metavar="F", help='{"topics":[{"topic":"t"}],"version":1}')
     p.add_argument("--broker-list", metavar="1,2,3", help="target brokers (default: every alive broker)")
     p.add_argument("--exclude-brokers", metavar="4,5", help="brokers to drain")
-    p.add_argument("--replication-factor", type=int, metavar="R", help="change every planned topic's RF to R")
+    p.add_argument("--replication-factor", type=whole, metavar="R", help="change every planned topic's RF to R")
     p.add_argument("--sizes", metavar="LOGDIRS.json", help="kafka-log-dirs.sh --describe output, for byte balance")
     add_bootstrap_option(p, "read the partition sizes from the brokers (Admin API describeLogDirs) instead of "
                             "a --sizes file")
-    p.add_argument("--max-moves", type=int, metavar="N", help="move at most N replicas")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-moves", type=whole, metavar="N", help="move at most N replicas")
+    p.add_argument("--seed", type=whole, default=0)
     p.add_argument("--disable-rack-aware", action="store_true")
     p.add_argument("--per-topic-spread", action="store_true", help="also spread each topic evenly (more moves)")
-    p.add_argument("--wave-partitions", type=int, metavar="K", help="waves of at most K moving partitions")
-    p.add_argument("--wave-broker-moves", type=int, metavar="L", help="waves of at most L moves per broker")
+    p.add_argument("--wave-partitions", type=whole, metavar="K", help="waves of at most K moving partitions")
+    p.add_argument("--wave-broker-moves", type=whole, metavar="L", help="waves of at most L moves per broker")
     p.add_argument("--import", dest="import_file", metavar="FILE",
                    help="validate and score a reassignment JSON made elsewhere (same report; -o is optional)")
     p.add_argument("-o", "--output", metavar="FILE", help="the plan (reassignment JSON), - for stdout")
@@ -275,7 +273,7 @@ def register(sub) -> None:
         add_zk_options(p)
         p.add_argument("--reassignment-json-file", required=True, metavar="F")
         if name == "execute":
-            p.add_argument("--throttle", type=int, metavar="BYTES_PER_S", help="replication throttle")
+            p.add_argument("--throttle", type=whole, metavar="BYTES_PER_S", help="replication throttle")
             p.add_argument("--accept-risk", action="store_true",
                            help="execute even though Keel warned of a risk (a partition with no live in-sync "
                                 "replica: the reassignment cannot complete until its broker returns); accepts the "
@@ -291,10 +289,10 @@ def register(sub) -> None:
                                    "ran with unless --throttle or --no-throttle says otherwise; verify removes the "
                                    "throttle once it is complete.")
     add_zk_options(p)
-    p.add_argument("--action", type=int, required=True, metavar="ID",
+    p.add_argument("--action", type=whole, required=True, metavar="ID",
                    help="the reassignment's action id (printed by execute; History lists them)")
     rate = p.add_mutually_exclusive_group()
-    rate.add_argument("--throttle", type=int, metavar="BYTES_PER_S",
+    rate.add_argument("--throttle", type=whole, metavar="BYTES_PER_S",
                       help="replication throttle of the rollback in bytes/s, set on the brokers and topics involved "
                            "as execute --throttle does (default: the rate the reassignment ran with, from the action "
                            "history; none if it ran unthrottled)")

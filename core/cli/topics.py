@@ -13,6 +13,7 @@ import json
 import random
 import sys
 
+from core.cli.argtypes import whole
 from core.errors import RiskNotAcceptedError, ValidationError
 
 
@@ -199,14 +200,14 @@ def register(sub) -> None:
     p = sub.add_parser("create-topic", help="create a topic with Kafka's exact replica assignment")
     _common(p)
     p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int, metavar="N")
-    p.add_argument("--replication-factor", type=int, metavar="R")
+    p.add_argument("--partitions", type=whole, metavar="N")
+    p.add_argument("--replication-factor", type=whole, metavar="R")
     p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement, as kafka-topics takes it")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="topic config override (repeatable)")
     p.add_argument("--disable-rack-aware", action="store_true")
-    p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I",
+    p.add_argument("--fixed-start-index", type=whole, default=-1, metavar="I",
                    help="Kafka's start index (and follower shift): the placement is then fixed, no random draw")
-    p.add_argument("--seed", type=int, metavar="N",
+    p.add_argument("--seed", type=whole, metavar="N",
                    help="seed of the random start index and follower shift, so that a run places the replicas as "
                         "an earlier one did (every run prints the seed of its placement; default: a new draw)")
     _accept_risk(p)
@@ -215,7 +216,7 @@ def register(sub) -> None:
     p = sub.add_parser("add-partitions", help="grow a topic to N partitions (Kafka's placement)")
     _common(p)
     p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int, required=True, metavar="N", help="the new total")
+    p.add_argument("--partitions", type=whole, required=True, metavar="N", help="the new total")
     p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement of the new partitions")
     p.set_defaults(func=cmd_add_partitions)
 

@@ -37,6 +37,7 @@ from core.errors import (
     ValidationError,
 )
 from core.model import ClusterSnapshot, Topic
+from core.numbers import clip
 from core.topics.configdef import (
     INT_MAX,
     INT_MIN,
@@ -100,8 +101,8 @@ def parse_replica_assignment(text: str) -> Assignment:
             broker = _java_int(_java_trim(token), INT_MIN, INT_MAX)
             if broker is None:
                 raise InvalidReplicaAssignmentError(
-                    f'Invalid replica assignment "{text}": partition {i} has a broker id that is not an integer: '
-                    f'"{_java_trim(token)}" ({_ASSIGNMENT_USAGE})')
+                    f'Invalid replica assignment "{clip(text)}": partition {i} has a broker id that is not an '
+                    f'integer: "{clip(_java_trim(token))}" ({_ASSIGNMENT_USAGE})')
             brokers.append(broker)
         duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
         if duplicates:

@@ -9,6 +9,8 @@ import json
 
 import streamlit as st
 
+from core.errors import NumberFormatError
+from core.numbers import parse_int
 from core.store import NO_CLUSTER, Action
 from dashboard import actions, frame, identity, ui
 from dashboard.audit import readable, table, to_csv
@@ -19,17 +21,19 @@ STATUS_STYLE = {"applied": "color: #2CA02C; font-weight: 600", "failed": "color:
                 "pending": "color: #E69F00; font-weight: 600"}
 NO_CLUSTER_LABEL = "(no cluster: sign-ins)"
 PAGE = "views/history.py"
+MAX_ACTION_ID = 2 ** 63 - 1  # SQLite's largest integer
 
 ctx = frame.page_context()
 st.title("History", anchor=False)
 
 
 def wanted_action() -> int | None:
+    """`?action=N`: an action id, read by core.numbers (bounded: 30 digits would overflow SQLite's integer)."""
     raw = st.query_params.get("action")
     try:
-        return int(raw) if raw is not None else None
-    except (TypeError, ValueError):
-        st.warning(md_text(f"?action={raw} is not an action number."), icon=":material/link_off:")
+        return parse_int(raw, "?action", minimum=1, maximum=MAX_ACTION_ID, optional=True)
+    except NumberFormatError as e:
+        st.warning(md_text(e.message), icon=":material/link_off:")
         return None
 
 
