@@ -377,13 +377,17 @@ def test_topic_view_shows_the_effective_config_beside_the_editor(demo, zk_connec
     topic = next(t for t in snap.topics if t.config and not t.name.startswith("__"))
     at.selectbox(key="topic").select(topic.name).run()
     ok(at)
-    table = next(t.value for t in at.dataframe if list(t.value.columns) == ["Key", "Value", "Source", "Kafka default"])
+    table = next(t.value for t in at.dataframe
+                 if list(t.value.columns) == ["Key", "Value", "Source", "Kafka default", "Other brokers"])
     rows = {r["Key"]: (r["Value"], r["Source"]) for _, r in table.iterrows()}
     for key, value in topic.config.items():
-        assert rows[key] == (value, "topic override")
+        assert rows[key] == (value, "DYNAMIC_TOPIC_CONFIG")
     assert len(rows) >= len(TOPIC_CONFIGS)
-    assert all(src in ("topic override", "Kafka default") or src.startswith("broker default")
+    # Kafka's source names (issue 23); no bootstrap servers here: the brokers' server.properties are unknown, said so
+    assert all(src.startswith(("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "DEFAULT_CONFIG"))
                for _, src in rows.values())
+    assert rows["file.delete.delay.ms"] == ("60000", "DEFAULT_CONFIG (server.properties unknown)")
+    assert "server.properties are unknown" in texts(at.caption)
 
 
 def test_plan_risks_only_for_partitions_that_change():

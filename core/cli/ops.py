@@ -14,6 +14,7 @@ import sys
 import time
 
 from core.cli.argtypes import REQUEST, WAIT, seconds, whole
+from core.cli.cluster import add_min_isr_options
 from core.cli.common import add_zk_options
 from core.cli.ops_kafka import snapshot_from_args as _snapshot
 from core.errors import ValidationError
@@ -103,16 +104,24 @@ def _scope(snap, args: argparse.Namespace):
     return filter_partitions(snap, topic_regex=args.topic)
 
 
-def _min_isr(args: argparse.Namespace) -> int | None:
-    if args.min_isr_default is not None and args.min_isr_default < 1:
-        raise ValidationError(f"--min-isr-default must be at least 1, got {args.min_isr_default}")
-    return args.min_isr_default
+def _defaults(args: argparse.Namespace, snap):
+    """The brokers' own settings (--bootstrap-server), else --min-isr-default assumed; a note on stderr when the
+    figures rest on an assumption or the brokers disagree."""
+    from core.cli.cluster import broker_defaults_from_args
+    from core.health import min_isr_note
+
+    defaults = broker_defaults_from_args(args, snap.alive_broker_ids)
+    basis = min_isr_note(snap, defaults)
+    if basis.assumed or basis.differs:
+        print(f"note: {basis.text}", file=sys.stderr)
+    return defaults
 
 
 def cmd_restart_plan(args: argparse.Namespace) -> int:
     from core.restarts import restart_plan
 
-    plan = restart_plan(_scoped(args), min_isr_default=_min_isr(args))
+    snap = _scoped(args)
+    plan = restart_plan(snap, defaults=_defaults(args, snap))
     if args.json:
         _print_json(plan.to_dict())
         return 0 if plan.keeps_available else NOT_SAFE
@@ -120,7 +129,8 @@ def cmd_restart_plan(args: argparse.Namespace) -> int:
         print("no broker is running: nothing to restart")
         return 0
     print(f"restart order: {' -> '.join(map(str, plan.order))} (one broker at a time; the controller last)")
-    zk = f" --zk {args.zk}" if args.zk else ""
+    zk = (f" --zk {args.zk}" if args.zk else "") + (f" --bootstrap-server {args.bootstrap_server}"
+                                                    if args.bootstrap_server else "")
     for s in plan.steps:
         c = s.check
         moves = ", ".join(f"{n} to {'nobody' if b is None else f'broker {b}'}"
@@ -150,7 +160,7 @@ def cmd_restart_check(args: argparse.Namespace) -> int:
     if args.wait is not None and args.wait < 0:
         raise ValidationError(f"--wait must be 0 or more seconds, got {args.wait:g}")
     deadline = time.monotonic() + (args.wait or 0)
-    min_isr = _min_isr(args)
+    defaults, read_for = None, None
     with contextlib.ExitStack() as stack:
         session = None
         if args.wait and not args.snapshot and args.zk:  # one session for the whole wait
@@ -166,7 +176,9 @@ def cmd_restart_check(args: argparse.Namespace) -> int:
                 snap = _scope(read_snapshot(session), args)
             else:
                 snap = _scoped(args)
-            check = check_stop(snap, args.broker, min_isr_default=min_isr,
+            if read_for != snap.alive_broker_ids:  # a broker restarted may run with another server.properties
+                defaults, read_for = _defaults(args, snap), snap.alive_broker_ids
+            check = check_stop(snap, args.broker, defaults=defaults,
                                ignore_under_replicated=args.allow_under_replicated)
             if check.safe or not args.wait or time.monotonic() >= deadline or args.snapshot:
                 break
@@ -244,9 +256,7 @@ def register(sub) -> None:
         p = sub.add_parser(name, help=text)
         add_zk_options(p, required=False)
         p.add_argument("--snapshot", metavar="FILE", help="a snapshot file instead of --zk")
-        p.add_argument("--min-isr-default", type=whole, metavar="N",
-                       help="the brokers' static min.insync.replicas (ZooKeeper shows only topic overrides and the "
-                            "dynamic cluster default; default: that, else 1)")
+        add_min_isr_options(p, "the min-ISR checks")
         p.add_argument("--topic", metavar="REGEX", help="only the partitions of topics whose whole name matches "
                                                          "(default: all; e.g. to leave out scratch topics of RF 1)")
         p.add_argument("--json", action="store_true")

@@ -144,13 +144,15 @@ def _run(session: ZkSession, store: Store, action_id: int, ops: list[Op], summar
 
 
 def create_topic(session: ZkSession, store: Store, draft: CreateTopicDraft, *, cluster: str,
-                 actor: str | None = None, accept_risks: bool | Sequence[str] = False) -> Applied:
+                 actor: str | None = None, accept_risks: bool | Sequence[str] = False, defaults=None) -> Applied:
     """Write the draft's exact placement (re-validated as an explicit assignment against live state).
 
-    `accept_risks`: True, or the exact risk texts the operator confirmed (see CreateTopicDraft.risks)."""
+    `accept_risks`: True, or the exact risk texts the operator confirmed (see CreateTopicDraft.risks); `defaults`:
+    the brokers' own settings the draft was checked with (core.broker_defaults), so the risks re-checked match."""
     snap, tree = live_state(session)
     refuse_unreadable(snap, draft.name, f"create topic {draft.name}")
-    checked = draft_create_topic(snap, draft.name, config=draft.config, replica_assignment=draft.assignment)
+    checked = draft_create_topic(snap, draft.name, config=draft.config, replica_assignment=draft.assignment,
+                                 defaults=defaults)
     require_accepted(checked.risks, accept_risks)
     version, with_id = topic_node_version(tree)
     topic_id = new_topic_id() if with_id else None
@@ -245,11 +247,12 @@ def add_partitions(session: ZkSession, store: Store, draft: AddPartitionsDraft, 
 
 def alter_config(session: ZkSession, store: Store, name: str, set: Mapping[str, str] | None = None,
                  delete: Iterable[str] = (), *, cluster: str, actor: str | None = None,
-                 accept_risks: bool | Sequence[str] = False) -> Applied:
-    """kafka-configs --alter: the entity node, then the change notification the brokers listen to."""
+                 accept_risks: bool | Sequence[str] = False, defaults=None) -> Applied:
+    """kafka-configs --alter: the entity node, then the change notification the brokers listen to. `defaults`: as
+    for create_topic."""
     snap, tree = live_state(session)
     refuse_unreadable(snap, name, f"alter the config of topic {name}", config=True)
-    draft: AlterConfigDraft = draft_alter_config(snap, name, set=set, delete=delete)
+    draft: AlterConfigDraft = draft_alter_config(snap, name, set=set, delete=delete, defaults=defaults)
     if not draft.changed:
         raise ValidationError(f"nothing to change: topic {name} already has that configuration")
     require_accepted(draft.risks, accept_risks)

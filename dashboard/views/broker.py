@@ -16,7 +16,7 @@ import streamlit as st
 
 from core import health
 from core.model import NO_LEADER, ClusterSnapshot
-from dashboard import frame, ui
+from dashboard import broker_defaults, frame, ui
 from dashboard.text import md
 
 TOPIC_COLUMNS = ["Topic", "Replicas", "Leaders", "Preferred", "Partitions", "Share %"]
@@ -103,7 +103,7 @@ def _pct(part: int, whole: int) -> str:
 @st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     loads = {b.broker_id: b for b in summary.brokers}
     ids = sorted(loads)
     # no format_func: a bound widget writes its label to the URL, so the label is the broker id itself

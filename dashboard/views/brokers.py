@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core import health
-from dashboard import charts, frame, ui
+from dashboard import broker_defaults, charts, frame, ui
 
 BROKER_COLUMNS = ["Broker", "Status", "Rack", "Replicas", "Leaders", "Preferred", "Preferred not leading",
                   "Imbalance %", "Over threshold", "Electable"]
@@ -49,7 +49,7 @@ def _style(df: pd.DataFrame):
 @st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     threshold = summary.leader_imbalance_threshold
 
     over = [b.broker_id for b in summary.brokers if b.over_threshold and b.alive]

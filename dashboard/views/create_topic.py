@@ -39,7 +39,7 @@ from core.topics import (
     validate_topic_name,
 )
 from core.zk import topic_admin
-from dashboard import actions, charts, frame, ops_panels, ui
+from dashboard import actions, broker_defaults, charts, frame, ops_panels, ui
 from dashboard.text import md, md_text
 
 RESULT = "ct_result"
@@ -62,6 +62,7 @@ st.title("Create topic", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}** · placement computed with Kafka's own replica-assignment algorithm "
            "over the live brokers")
 snap = frame.live_snapshot(conn, in_fragment=False)
+bd = broker_defaults.defaults(ctx.cluster, snap)  # issue 23: the brokers' min.insync.replicas, for the risk
 if SEED not in st.session_state:
     st.session_state[SEED] = random.SystemRandom().randrange(2 ** 31)
 
@@ -73,7 +74,7 @@ def _reshuffle() -> None:
 def _create(draft: CreateTopicDraft, context: str, accepted: list[str], form: actions.FormGuard) -> None:
     def work() -> str:
         applied = topic_admin.create_topic(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
-                                           actor=actions.actor(), accept_risks=list(accepted))
+                                           actor=actions.actor(), accept_risks=list(accepted), defaults=bd)
         conn.await_change(lambda s: s.topic(draft.name) is not None)
         return f"{applied.summary[0].upper()}{applied.summary[1:]} (action #{applied.action_id} in History)."
 
@@ -186,7 +187,7 @@ if not name:
     st.info("Enter a topic name to see the placement.", icon=":material/edit:")
 elif name_error is None and not problems and numbers_ok:
     inputs = actions.fingerprint(name, placement, partitions, rf, rack_mode, fixed, st.session_state[SEED],
-                                 assignment_text, overrides)
+                                 assignment_text, overrides, repr(bd))
     cached = st.session_state.get(CACHE)
     try:
         if cached is not None and cached[0] == inputs and cached[1] is snap:
@@ -195,7 +196,8 @@ elif name_error is None and not problems and numbers_ok:
             if fixed < -1:
                 raise KeelError(f"The fixed start index must be -1 (random) or at least 0, not {fixed}")
             draft = draft_create_topic(snap, name, partitions, rf, config=overrides, rack_mode=rack_mode,
-                                       rng=random.Random(st.session_state[SEED]), fixed_start_index=fixed)
+                                       rng=random.Random(st.session_state[SEED]), fixed_start_index=fixed,
+                                       defaults=bd)
         elif not (assignment_text or "").strip():
             st.info("Enter a replica assignment.", icon=":material/edit:")
         elif len(assignment_text) > MAX_TOPIC_ZNODE_BYTES:  # its topic znode would be larger still: not parsed
@@ -203,7 +205,7 @@ elif name_error is None and not problems and numbers_ok:
                                 f"1 MiB request limit (jute.maxbuffer) as a topic znode",
                                 hint=f"create at most {MAX_NEW_PARTITIONS:,} partitions at once, add more later")
         else:
-            draft = draft_create_topic(snap, name, config=overrides, replica_assignment=assignment_text)
+            draft = draft_create_topic(snap, name, config=overrides, replica_assignment=assignment_text, defaults=bd)
         if draft is not None and (cached is None or cached[2] is not draft):
             cached = (inputs, snap, draft, actions.fingerprint(draft.name, draft.assignment, draft.config,
                                                                draft.risks))

@@ -23,7 +23,7 @@ from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot
 from core.plans import MAX_PLAN_BYTES, format_election, parse_election
 from core.zk import election
-from dashboard import actions, charts, frame, ui
+from dashboard import actions, broker_defaults, charts, frame, ui
 from dashboard.text import md
 
 RESULT = "ld_result"
@@ -115,7 +115,7 @@ def scope_picker(snap: ClusterSnapshot, cands: list[elections.Candidate]) -> dic
         st.caption(f"{off[topic]:,} partition(s) of {md(topic)} off their preferred leader.")
         return {"topic": topic}
     if kind == SCOPES[2]:
-        loads = {b.broker_id: b for b in conn.derived("summary", snap, health.summarize).brokers}
+        loads = {b.broker_id: b for b in broker_defaults.summary(ctx, snap).brokers}
         broker = st.selectbox("Broker (partitions whose preferred leader it is)", [b.id for b in snap.brokers],
                               key="broker", index=None, placeholder="Choose a broker…", bind="query-params")
         if broker is None:
@@ -203,7 +203,7 @@ def last_election(snap: ClusterSnapshot) -> None:
 @st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     cands: list[elections.Candidate] = conn.derived("leaders.candidates", snap, elections.candidates)
     eligible = sum(c.eligible for c in cands)
     threshold = summary.leader_imbalance_threshold

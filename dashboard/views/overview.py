@@ -8,7 +8,7 @@ import streamlit as st
 
 from core import health
 from core.model import ClusterSnapshot
-from dashboard import charts, frame, ops_panels, ui
+from dashboard import broker_defaults, charts, frame, ops_panels, ui
 from dashboard.text import md, md_cells
 
 MAX_LISTED = 200  # rows shown per in-progress operation / problem list; the rest is counted
@@ -53,7 +53,7 @@ def _metric_help(n: int, what: str) -> str:
 @st.fragment(run_every=frame.REFRESH_SECONDS)
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     ctrl = snap.controller
 
     st.caption(f"Source `{snap.source}` · last change seen {frame.hhmmss(snap.captured_at)}"
@@ -108,6 +108,7 @@ def live() -> None:
                 help="Partitions whose state znode is missing (not initialised by the controller)")
     ui.metric(h, "Problems", f"{summary.problems:,}",
                 help="Znodes whose payload Keel could not decode; the rest of the cluster still loaded")
+    broker_defaults.show_min_isr(summary.min_isr_basis)  # what "min ISR" means here: the brokers' own settings
     if snap.problems:
         with st.expander(f"{len(snap.problems):,} corrupt znode(s)", expanded=True, icon=":material/report:"):
             st.dataframe(pd.DataFrame([{"Path": p.path, "Problem": p.error} for p in snap.problems[:MAX_LISTED]]),
