@@ -123,6 +123,14 @@ def test_core_never_imports_the_dashboard():
     assert offenders == []
 
 
+def test_the_engine_never_imports_the_cli():
+    """Every argparse definition lives in core/cli (issue 25): the engine's packages never import it back."""
+    offenders = sorted(m for m, deps in IMPORTS.items() if within(m, ("core",))
+                       and not within(m, ("core.cli", "core.__main__", "core.sandbox"))
+                       and any(within(d, ("core.cli",)) for d in internal(deps)))
+    assert offenders == []
+
+
 def test_views_import_no_cli_and_pure_dashboard_helpers_no_zookeeper():
     views = sorted(m for m, deps in IMPORTS.items() if within(m, ("dashboard",)) and
                    any(within(d, ("core.cli",)) or d.startswith("core.cli_") for d in internal(deps)))

@@ -12,7 +12,7 @@ import sys
 from core.cli import cluster, leaders, ops, reassign, topics
 from core.cli.common import quiet_kazoo
 from core.errors import KeelError
-from core.fleet import commands as fleet_commands
+from core.cli import fleet as fleet_commands
 from core.sandbox import commands as sandbox_commands
 from core.sandbox import kafka_commands
 
