@@ -58,7 +58,9 @@ def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
         # the sandbox cluster is in ZooKeeper, with its controller, and the dashboard knows it
         with ZkSession.open(f"127.0.0.1:{zk_port}/keel-demo") as zk:
             assert len(zk.children("/brokers/ids")) >= 3
-            assert zk.get("/controller").exists
+            # the emulator starts in the background just before the dashboard: on a loaded machine the dashboard
+            # can answer first
+            wait_until(lambda: zk.get("/controller").exists, 60, message="the emulator's /controller")
         assert f"127.0.0.1:{zk_port}/keel-demo" in (run_dir / "keel.toml").read_text()
         controller = int((run_dir / "controller.pid").read_text())
         assert _alive(controller)
