@@ -60,3 +60,42 @@ def test_unreachable_brokers_give_a_note_once_and_a_file_still_works(frozen_tree
     ok(at)
     assert metrics(at)["Bytes moved"] == rs.human_bytes(2_000_000)
     assert "Partition sizes could not be read" not in texts(at.caption)
+
+
+class _Memos:
+    """What from_brokers needs of a Connection: its memo dicts."""
+
+    def __init__(self):
+        self.memos: dict[str, dict] = {}
+
+    def memo(self, name: str) -> dict:
+        return self.memos.setdefault(name, {})
+
+
+def test_reads_are_kept_for_a_while_and_failures_for_less():
+    from types import SimpleNamespace
+
+    from core.errors import KeelError
+
+    conn, cluster = _Memos(), SimpleNamespace(bootstrap="b:9092")
+    reads = []
+
+    def reader(answer, age):
+        def read(c):
+            reads.append(c.bootstrap)
+            return broker_sizes.BrokerSizes(answer, time.time() - age, None if answer else KeelError("down"))
+        return read
+
+    got = broker_sizes.from_brokers(conn, cluster, reader=reader({("t", 0): 5}, 0))
+    assert broker_sizes.from_brokers(conn, cluster, reader=reader({}, 0)) is got and len(reads) == 1
+    assert broker_sizes.from_brokers(conn, cluster, force=True, reader=reader({("t", 0): 6}, 0)).sizes == \
+        {("t", 0): 6}
+    # sizes older than MAX_AGE are read again; a failure is retried after RETRY_AFTER only
+    conn.memo(broker_sizes.MEMO)[cluster.bootstrap] = broker_sizes.BrokerSizes({}, time.time() - broker_sizes.MAX_AGE
+                                                                              - 1)
+    assert broker_sizes.from_brokers(conn, cluster, reader=reader(None, 0)).sizes is None and len(reads) == 3
+    assert broker_sizes.from_brokers(conn, cluster, reader=reader({("t", 0): 7}, 0)).sizes is None
+    conn.memo(broker_sizes.MEMO)[cluster.bootstrap] = broker_sizes.BrokerSizes(
+        None, time.time() - broker_sizes.RETRY_AFTER - 1, KeelError("down"))
+    assert broker_sizes.from_brokers(conn, cluster, reader=reader({("t", 0): 7}, 0)).sizes == {("t", 0): 7}
+    assert len(reads) == 4

@@ -77,13 +77,13 @@ def broker_sizes() -> tuple[dict | None, str | None]:
         got = broker_sizes_of(conn, ctx.cluster, force=force)
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
     if got.sizes is None:
-        row.caption(f":material/warning: Partition sizes could not be read from the brokers: {md_text(got.error)} "
-                    "Bytes moved and the time estimate are unknown; upload `kafka-log-dirs.sh --describe` output "
+        row.caption(f":material/warning: Partition sizes could not be read from the brokers: "
+                    f"{md_text(got.error).rstrip('.')}. Bytes moved and the time estimate are unknown; upload `kafka-log-dirs.sh --describe` output "
                     "under Partition sizes, or read again.")
     else:
         row.caption(f"Partition sizes: {len(got.sizes):,} partitions, {rs.human_bytes(sum(got.sizes.values()))} "
                     f"(largest replica per partition), read from the brokers at "
-                    f"{time.strftime('%H:%M:%S', time.localtime(got.at))} (describeLogDirs, as `kafka-log-dirs.sh "
+                    f"{time.strftime('%H:%M:%S UTC', time.gmtime(got.at))} (describeLogDirs, as `kafka-log-dirs.sh "
                     "--describe` shows them).")
     row.button("Read again", key="ra_sizes_reread", icon=":material/refresh:", on_click=_read_sizes_again,
                help="Read the partition sizes from the brokers now")
