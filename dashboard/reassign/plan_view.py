@@ -12,7 +12,8 @@ import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -20,6 +21,10 @@ from core.balance import IMPORTED, STRATEGIES, PlanRequest, PlanResult
 from core.balance import import_plan as score_imported
 from core.model import NO_LEADER, ClusterSnapshot
 from core.plans import PartitionStatus, ReassignmentPlan, ReassignStatus, settled  # noqa: F401  (settled: re-export)
+from dashboard.audit import when
+
+if TYPE_CHECKING:
+    from core.store import Action
 
 COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE = (ReassignStatus.COMPLETE, ReassignStatus.IN_PROGRESS,
                                             ReassignStatus.NOT_AT_TARGET, ReassignStatus.GONE)
@@ -423,3 +428,33 @@ def status_table(statuses: Sequence[PartitionStatus]) -> pd.DataFrame:
     return pd.DataFrame([{"Topic": s.topic, "Partition": s.partition, "Status": s.status,
                           "Replicas now": ids(s.replicas), "Target": ids(s.target)} for s in ordered],
                         columns=STATUS_COLUMNS)
+
+
+# --- runs: what the run panel counts, how a recorded run is named ---------------------------------------------
+
+
+def in_progress(statuses: Sequence[PartitionStatus]) -> list[Key]:
+    """The partitions of a run still in progress (in /admin/reassign_partitions, or adding / removing replicas, of a
+    topic that exists): what the panel's In progress counts and what its Cancel offers, one source for both."""
+    return [(s.topic, s.partition) for s in statuses if s.status == IN_FLIGHT]
+
+
+def epoch(iso: str) -> float:
+    """time.time() of an ISO timestamp the store wrote ("2026-11-22T03:00:00Z"); now when it does not parse."""
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
+
+
+def run_label(action: Action) -> str:
+    """How the list of earlier runs names a recorded one. A rollback is the rollback of its action (the summary
+    Execute wrote says "reassignment of N partitions"); one Verify found complete says so."""
+    what = (f"rollback of action #{action.rollback_of} ({action.target})"
+            if action.kind == "rollback" and action.rollback_of else action.summary)
+    parts = [f"#{action.id}", when(action.at), action.actor, what]
+    if action.completed_at:
+        parts.append(f"verified complete {when(action.completed_at)}")
+    parts += [f"rolled back by #{i}" for i in action.rolled_back_by]
+    return " · ".join(parts)
+

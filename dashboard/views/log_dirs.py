@@ -134,6 +134,8 @@ except KeelError as e:
     st.error(md_text(e), icon=":material/error:")
     st.stop()
 if not plan.moves:
+    # an Execute that just evened the directories out leaves nothing to plan: its outcome first (issue 24)
+    actions.show(RESULT)
     st.success("Nothing to move: no replica narrows the gap between a broker's directories.",
                icon=":material/check_circle:")
     st.stop()
@@ -159,6 +161,21 @@ st.caption(f"{len(plan.moves)} move(s), {_size(plan.bytes_moved)}. Kafka's own t
 # --- execute ------------------------------------------------------------------------------------------------
 
 context = actions.fingerprint(doc)
+SHOWN_MOVES = 20
+
+
+def moved_text(requests, done, pending, notes, action_id: int) -> str:
+    """What an Execute did, in plain text (one line each): the count, each move, where to find it in History."""
+    lines = [f"Moved {len(done)} of {len(requests)} replica(s) between log directories (action #{action_id} in "
+             "History)" + (f"; {len(pending)} still copying: check again with Read from the brokers" if pending
+                           else "") + ":"]
+    finished = {(r.topic, r.partition, r.broker) for r in done}
+    for r in requests[:SHOWN_MOVES]:
+        lines.append(f"{r.topic}-{r.partition} on broker {r.broker}: {r.current} → {r.target}"
+                     + ("" if (r.topic, r.partition, r.broker) in finished else " (still copying)"))
+    if len(requests) > SHOWN_MOVES:
+        lines.append(f"… and {len(requests) - SHOWN_MOVES:,} more (History has them all).")
+    return "\n".join(lines + list(notes))
 
 
 def _execute(document: dict, form: actions.FormGuard) -> None:
@@ -173,20 +190,19 @@ def _execute(document: dict, form: actions.FormGuard) -> None:
                 return "Nothing to move: every replica is already in its target directory."
             answers = alter_log_dirs(admin, requests)
             failed = {k: e for k, e in answers.items() if e is not None}
-            actions.store().record(cluster=cluster.name, kind="log-dir-move",
-                                   target=",".join(sorted({r.topic for r in requests})),
-                                   summary=f"move {len(requests)} replica(s) between log directories",
-                                   payload={"plan": document}, ok=not failed, actor=actions.actor(),
-                                   result="accepted by the brokers" if not failed else "; ".join(
-                                       f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(failed.items())))
+            action_id = actions.store().record(
+                cluster=cluster.name, kind="log-dir-move", target=",".join(sorted({r.topic for r in requests})),
+                summary=f"move {len(requests)} replica(s) between log directories",
+                payload={"plan": document}, ok=not failed, actor=actions.actor(),
+                result="accepted by the brokers" if not failed else "; ".join(
+                    f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(failed.items())))
             if failed:
                 raise KeelError("the brokers refused: " + "; ".join(f"{t}-{p} on broker {b}: {e}"
-                                                                    for (t, p, b), e in sorted(failed.items())))
+                                                                    for (t, p, b), e in sorted(failed.items()))
+                                + f" (action #{action_id} in History)")
             done, pending = wait_moved(admin, requests, timeout=30)
         st.session_state.pop(VIEW, None)  # read again
-        return (f"{len(requests)} replica move(s) accepted; {len(done)} finished"
-                + (f", {len(pending)} still copying (check again with Read from the brokers)" if pending else "")
-                + "." + ("\n" + "\n".join(notes) if notes else ""))
+        return moved_text(requests, done, pending, notes, action_id)
 
     actions.run(RESULT, work, cfg=cfg, action="move replicas between log directories", context=context, form=form)
 
