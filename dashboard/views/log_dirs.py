@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.errors import KeelError
-from core.logdirs import JbodView, parse_dir_plan, parse_log_dirs_view, plan_balance
+from core.logdirs import JbodView, parse_log_dirs_view, plan_balance
 from dashboard import actions, frame, migration, ui
 from dashboard.text import md, md_text, plotly
 
@@ -180,29 +180,16 @@ def moved_text(requests, done, pending, notes, action_id: int) -> str:
 
 def _execute(document: dict, form: actions.FormGuard) -> None:
     def work() -> str:
-        from core.kafka.jbod import alter_log_dirs, describe, wait_moved
+        from core.kafka.jbod import execute, wait_moved
 
-        with _admin() as admin:
-            live_snap = conn.snapshot()
-            now = {(p.topic, p.partition): p.replicas for p in live_snap.partitions()}
-            requests, notes = parse_dir_plan(document, now, describe(admin))  # re-checked against live state
-            if not requests:
+        with _admin() as admin:  # the plan re-checked against the live assignment and directories
+            moves = execute(admin, actions.store(), document, conn.snapshot(), cluster=cluster.name,
+                            actor=actions.actor())
+            if not moves.requests:
                 return "Nothing to move: every replica is already in its target directory."
-            answers = alter_log_dirs(admin, requests)
-            failed = {k: e for k, e in answers.items() if e is not None}
-            action_id = actions.store().record(
-                cluster=cluster.name, kind="log-dir-move", target=",".join(sorted({r.topic for r in requests})),
-                summary=f"move {len(requests)} replica(s) between log directories",
-                payload={"plan": document}, ok=not failed, actor=actions.actor(),
-                result="accepted by the brokers" if not failed else "; ".join(
-                    f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(failed.items())))
-            if failed:
-                raise KeelError("the brokers refused: " + "; ".join(f"{t}-{p} on broker {b}: {e}"
-                                                                    for (t, p, b), e in sorted(failed.items()))
-                                + f" (action #{action_id} in History)")
-            done, pending = wait_moved(admin, requests, timeout=30)
+            done, pending = wait_moved(admin, moves.requests, timeout=30)
         st.session_state.pop(VIEW, None)  # read again
-        return moved_text(requests, done, pending, notes, action_id)
+        return moved_text(list(moves.requests), done, pending, moves.notes, moves.action_id)
 
     actions.run(RESULT, work, cfg=cfg, action="move replicas between log directories", context=context, form=form)
 
