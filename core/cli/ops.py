@@ -56,19 +56,13 @@ def cmd_advise_partitions(args: argparse.Namespace) -> int:
 
 def cmd_rack_skew(args: argparse.Namespace) -> int:
     from core.assignment import parse_broker_list
-    from core.capacity import rack_skew, typical_replication_factor
+    from core.capacity import cluster_rack_skew, rack_skew, skew_inputs
 
     if args.brokers:
         brokers = parse_broker_list(args.brokers)
-        rfs: list[int] = []
+        skew = rack_skew(brokers, skew_inputs(brokers, [], args.replication_factor), args.partitions)
     else:
-        snap = _snapshot(args)
-        brokers = [(b.id, b.rack) for b in snap.brokers if b.alive]
-        rfs = [t.replication_factor for t in snap.topics]
-        if not brokers:
-            raise ValidationError("no broker is registered: nothing to place on")
-    rf = args.replication_factor or typical_replication_factor(rfs, len(brokers))
-    skew = rack_skew(brokers, rf, args.partitions)
+        skew = cluster_rack_skew(_snapshot(args), args.replication_factor, args.partitions)
     if skew is None:
         print("not every broker has a rack: Kafka places replicas rack-unaware (evenly)")
         return 0
