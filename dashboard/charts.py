@@ -1,8 +1,10 @@
 """Plotly figures shared by the pages. Pure functions of plain data: no streamlit, no ZooKeeper.
 
 Colours: one fixed, colour-blind-safe colour per rack, assigned by sorted rack name so that a rack
-keeps its colour on every page; brokers without a rack are grey. A broker that is down is drawn
-hatched, with a red outline and "(down)" in its axis label.
+keeps its colour on every page; brokers without a rack are grey. Pages give `rack_colors` the racks of every broker
+the snapshot knows, down ones included (their last registration seen: core.zk.tree), not only the alive ones: a
+broker going down then changes no rack's colour. A broker that is down is drawn hatched, with a red outline and
+"(down)" in its axis label.
 
 Rack and topic names are data from the cluster: they are escaped for plotly's HTML-like label markup (`esc`).
 """
@@ -64,7 +66,7 @@ def per_broker_bars(
     height: int = 320,
 ) -> go.Figure:
     """One bar per broker, coloured by rack (one legend entry per rack); down brokers in their own
-    legend entry, grey, hatched red (a dead broker's registration, and so its rack, is gone)."""
+    legend entry, grey, hatched red (a down broker's rack is the one it last registered with, if known)."""
     colors = colors or rack_colors(racks)
     labels = [broker_label(b, a) for b, a in zip(broker_ids, alive)]
     fig = go.Figure()
@@ -85,7 +87,8 @@ def per_broker_bars(
                 line=dict(color=DOWN_COLOR if down else "rgba(0,0,0,0)", width=2),
                 pattern=dict(shape="x" if down else "", fgcolor=DOWN_COLOR, size=6),
             ),
-            customdata=[[esc(racks[i] or NO_RACK)] for i in idx],
+            customdata=[[esc(f"{racks[i]} (last seen)" if racks[i] else "unknown") if down
+                         else esc(racks[i] or NO_RACK)] for i in idx],
             hovertemplate=(f"broker %{{x}}<br>{y_title}: %{{y:,}}<br>rack: %{{customdata[0]}}"
                            + ("<br><b>DOWN</b>" if down else "") + "<extra></extra>"),
         )

@@ -408,12 +408,12 @@ def downloads(p: rs.Planned) -> None:
                 wrap_lines=True)
         if len(text) > rs.MAX_JSON_PREVIEW:
             st.caption(f"First {rs.MAX_JSON_PREVIEW:,} of {len(text):,} characters; the download has it all.")
-        servers = actions.bootstrap_servers(snap)
-        st.code(f"kafka-reassign-partitions.sh --bootstrap-server {servers} --reassignment-json-file "
-                f"reassignment.json --execute" + (f" --throttle {throttle}" if throttle else "")
-                + f"\nkafka-reassign-partitions.sh --bootstrap-server {servers} --reassignment-json-file "
-                  "reassignment.json --verify", language="bash", wrap_lines=True)
-        st.caption("Kafka before 2.5: `--zookeeper <connect string>` instead of `--bootstrap-server`.")
+        for flag, where in (("--bootstrap-server", actions.bootstrap_servers(snap)), ("--zookeeper", ctx.cluster.zk)):
+            if flag == "--zookeeper":
+                st.caption("Kafka before 2.5 (no `--bootstrap-server`): the same through ZooKeeper.")
+            tool = ["kafka-reassign-partitions.sh", flag, where, "--reassignment-json-file", "reassignment.json"]
+            ui.commands(tool + ["--execute"] + (["--throttle", str(throttle)] if throttle else []),
+                        tool + ["--verify"])
 
 
 def execute_panel(p: rs.Planned) -> None:
@@ -469,8 +469,10 @@ if followed is not None:
 else:
     if live_snap.in_progress.reassignment:
         st.info(f"A reassignment of {len(live_snap.in_progress.reassignment):,} partition(s) is running, not started "
-                "from this session: follow it below if Keel recorded it, or with `python -m core verify`.",
-                icon=":material/hourglass_top:")
+                "from this session: follow it below if Keel recorded it, or verify it from a shell with the plan "
+                "that was executed (exit status 3 while it runs):", icon=":material/hourglass_top:")
+        ui.commands(["python", "-m", "core", "verify", "--zk", ctx.cluster.zk, "--reassignment-json-file",
+                     "plan.json"])
     reassign_run.cancel_section(ctx, None, live_snap)  # issue 15: cancel it (Kafka 2.4+), or what that needs
     reassign_run.follow_earlier(ctx)
     actions.show(reassign_run.RUN_RESULT, scope="reassign-run")

@@ -327,7 +327,8 @@ def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None)
     alive = [b for b in snap.brokers if b.alive]
     st.plotly_chart(charts.per_broker_bars([b.id for b in alive], [added[b.id] for b in alive],
                                            [b.rack for b in alive], [True] * len(alive),
-                                           title="New replicas per broker", y_title="Replicas", height=260),
+                                           title="New replicas per broker", y_title="Replicas", height=260,
+                                           colors=charts.rack_colors(b.rack for b in snap.brokers)),
                     key="ap_chart", config={"displayModeBar": False})
     ok = st.checkbox(f"Add {len(rows):,} partition(s) to **{md(topic.name)}** ({current:,} → {new_total:,})",
                      key=f"ap_confirm::{context}", disabled=reason is not None)
