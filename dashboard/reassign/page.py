@@ -344,9 +344,14 @@ def before_after(p: rs.Planned) -> None:
     if view in ("Heatmap", "Change"):
         heat = p.derived("heatmap", lambda: rs.topic_broker_counts(p.before, p.result.target, brokers))
         draw = charts.replica_heatmaps if view == "Heatmap" else charts.replica_change_heatmap
-        fig = p.derived(f"figure:{figure_key}",
-                        lambda: draw(heat.brokers, alive, heat.topics, heat.before, heat.after, marks=marks))
-        st.plotly_chart(fig, key="ra_heatmap" if view == "Heatmap" else "ra_change_heatmap", config=CHART)
+        figs = p.derived(f"figure:{figure_key}",
+                         lambda: draw(heat.brokers, alive, heat.topics, heat.before, heat.after, marks=marks))
+        if view == "Heatmap":  # side by side where both fit, one above the other in a narrow window
+            row = st.container(horizontal=True, gap="medium")
+            for fig, key in zip(figs, ("ra_heatmap", "ra_heatmap_after")):
+                row.plotly_chart(fig, key=key, config=CHART)
+        else:
+            st.plotly_chart(figs, key="ra_change_heatmap", config=CHART)
         folded = heat.topics[-1] if heat.topics and heat.topics[-1].startswith("other (") else None
         st.caption(f"Over the {len(p.result.target):,} partition(s) in scope"
                    + (f"; the {len(heat.topics) - 1} topics with the most replicas, the {folded[7:-1]} summed in "

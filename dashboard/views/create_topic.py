@@ -257,15 +257,15 @@ if draft is not None:
     racks_ = [b.rack for b in alive]
     alive_ = [True] * len(alive)
     colors = charts.rack_colors(b.rack for b in snap.brokers)  # every known rack: the Overview's colours
-    left, right = st.columns(2)
-    left.plotly_chart(charts.per_broker_bars(ids_, [replicas[b] for b in ids_], racks_, alive_,
-                                             title="Replicas of the new topic per broker", y_title="Replicas",
-                                             colors=colors),
-                      key="ct_replicas_chart", config={"displayModeBar": False})
-    right.plotly_chart(charts.per_broker_bars(ids_, [leaders[b] for b in ids_], racks_, alive_,
-                                              title="Preferred leaders of the new topic per broker",
-                                              y_title="Leaders", colors=colors),
-                       key="ct_leaders_chart", config={"displayModeBar": False})
+    row = st.container(horizontal=True, gap="medium")  # side by side where both fit, stacked at 900 px
+    row.plotly_chart(charts.per_broker_bars(ids_, [replicas[b] for b in ids_], racks_, alive_,
+                                            title="Replicas of the new topic per broker", y_title="Replicas",
+                                            colors=colors),
+                     key="ct_replicas_chart", config={"displayModeBar": False})
+    row.plotly_chart(charts.per_broker_bars(ids_, [leaders[b] for b in ids_], racks_, alive_,
+                                            title="Preferred leaders of the new topic per broker",
+                                            y_title="Leaders", colors=colors),
+                     key="ct_leaders_chart", config={"displayModeBar": False})
 
     st.markdown("**Equivalent command** (explicit assignment, so it places replicas exactly as above)")
     try:

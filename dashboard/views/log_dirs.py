@@ -68,7 +68,7 @@ if source == SOURCES[0]:
 else:
     up = st.file_uploader("kafka-log-dirs.sh --describe output (JSON)", type=["json", "txt", "log"], key="ld_upload")
     if up is None:
-        st.info("Upload what this prints (any broker as bootstrap server):", icon=":material/upload:")
+        st.info("Upload the output of this command (any broker as bootstrap server):", icon=":material/upload:")
         ui.commands(["kafka-log-dirs.sh", "--bootstrap-server", cluster.bootstrap or actions.bootstrap_servers(snap),
                      "--describe"])
         st.stop()

@@ -149,12 +149,13 @@ def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     table = conn.derived("topics.table", snap, topic_table)
 
-    f1, f2, f3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    # one wrapping row: the toggles keep their labels (columns of a fifth cut them to "Onl…" at 900 px)
+    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
     # live: filters while typing (a 200 ms pause), no Enter needed; only this fragment reruns
-    needle = f1.text_input("Filter topics", key="q", placeholder="name contains…", type="search", live="200ms",
-                           bind="query-params", help="Case-insensitive substring of the topic name") or ""
-    only_bad = f2.toggle("Only with problems", key="topic_only_bad")
-    hide_internal = f3.toggle("Hide internal", key="topic_hide_internal")
+    needle = row.text_input("Filter topics", key="q", placeholder="name contains…", type="search", live="200ms",
+                            bind="query-params", help="Case-insensitive substring of the topic name") or ""
+    only_bad = row.toggle("Only with problems", key="topic_only_bad")
+    hide_internal = row.toggle("Hide internal", key="topic_hide_internal")
     view = table
     if needle.strip():
         view = view[view["Topic"].str.contains(needle.strip(), case=False, regex=False)]
