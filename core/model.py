@@ -31,6 +31,10 @@ class Broker:
     port: int | None = None
     endpoints: tuple[str, ...] = ()
     alive: bool = True
+    # A down broker's rack, host and endpoints as its last registration said, while a live connection watched it
+    # (core.zk.tree): remembered, not current. False for what /brokers/ids holds now, and for a down broker whose
+    # registration was never seen (rack and endpoints unknown).
+    remembered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +187,7 @@ class ClusterSnapshot:
                if self.controller.kraft_controller_epoch is not None else {}),
             "brokers": [
                 {"id": b.id, "rack": b.rack, "host": b.host, "port": b.port,
-                 "endpoints": list(b.endpoints), "alive": b.alive}
+                 "endpoints": list(b.endpoints), "alive": b.alive} | ({"remembered": True} if b.remembered else {})
                 for b in sorted(self.brokers, key=lambda b: b.id)
             ],
             "broker_configs": {k: dict(v) for k, v in sorted(self.broker_configs.items())},
@@ -261,6 +265,13 @@ class ClusterSnapshot:
             raise SnapshotFormatError(f"malformed snapshot: {type(e).__name__}: {e}") from None
 
     # --- derived snapshots -------------------------------------------------------------------
+
+    def as_read(self) -> "ClusterSnapshot":
+        """What a fresh read of ZooKeeper gives: the same snapshot without what a live view remembers of down
+        brokers (their last registration: rack, host, endpoints)."""
+        if not any(b.remembered for b in self.brokers):
+            return self
+        return replace(self, brokers=tuple(Broker(b.id, alive=False) if b.remembered else b for b in self.brokers))
 
     def filtered(self, keep: "callable[[Partition], bool]") -> "ClusterSnapshot":
         """The same snapshot holding only the partitions `keep` accepts (topics left empty are dropped)."""
@@ -393,9 +404,12 @@ def _broker_from(b: Any, i: int) -> Broker:
     alive = b.get("alive", True)
     if type(alive) is not bool:
         raise _bad(where, f"'alive' must be true or false, got {_show(alive)}")
+    remembered = b.get("remembered", False)
+    if type(remembered) is not bool or (remembered and alive):
+        raise _bad(where, f"'remembered' must be true only for a broker that is not alive, got {_show(remembered)}")
     endpoints = _strings(b, "endpoints", where) if b.get("endpoints") is not None else []
     return Broker(id=broker_id, rack=_opt(b, "rack", str, where), host=_opt(b, "host", str, where),
-                  port=_opt(b, "port", int, where), endpoints=tuple(endpoints), alive=alive)
+                  port=_opt(b, "port", int, where), endpoints=tuple(endpoints), alive=alive, remembered=remembered)
 
 
 def _moving_from(r: Any, where: str) -> TopicPartitionReplicas:

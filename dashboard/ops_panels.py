@@ -54,8 +54,8 @@ def partition_advice(key: str, *, brokers: int | None, replication_factor: int |
         for w in a.warnings:
             st.warning(md_text(w), icon=":material/warning:")
         st.markdown("**Trade-offs of more partitions**  \n" + "  \n".join(f"• {md(t)}" for t in a.tradeoffs))
-        st.caption(f"`python -m core advise-partitions --target-mbps {tt:g} --producer-mbps {tp:g} "
-                   f"--consumer-mbps {tc:g}" + (f" --brokers {brokers}" if brokers else "") + "`")
+        ui.commands(["python", "-m", "core", "advise-partitions", "--target-mbps", f"{tt:g}", "--producer-mbps",
+                     f"{tp:g}", "--consumer-mbps", f"{tc:g}"] + (["--brokers", str(brokers)] if brokers else []))
 
 
 # --- uneven racks -----------------------------------------------------------------------------------------

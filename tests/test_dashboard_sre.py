@@ -72,10 +72,15 @@ def test_heatmap_cells_print_their_own_numbers_chart_functions():
     topics = ["big", "mid", "other (3 topics)"]
     before = [[29, 14, 0], [4, 4, 0], [3, 4, 7]]
     after = [[22, 14, 7], [4, 3, 1], [3, 4, 7]]
-    fig = charts.replica_heatmaps([1, 2, 3], [True, False, True], topics, before, after, marks={3: "empty"})
-    spec = json.loads(fig.to_json())
-    assert assert_cells_print_their_own_numbers(spec) == 18
-    assert spec["layout"]["yaxis"]["autorange"] == "reversed"  # the first topic on top
+    figs = charts.replica_heatmaps([1, 2, 3], [True, False, True], topics, before, after, marks={3: "empty"})
+    for fig in figs:  # before, after: one figure each (issue 24: side by side where they fit)
+        spec = json.loads(fig.to_json())
+        assert assert_cells_print_their_own_numbers(spec) == 9
+        assert spec["layout"]["yaxis"]["autorange"] == "reversed"  # the first topic on top
+    # one colour scale: a shade means the same count in both; drawn once, beside the second
+    scales = [json.loads(f.to_json())["layout"]["coloraxis"] for f in figs]
+    assert [(s["cmin"], s["cmax"]) for s in scales] == [(0, 29), (0, 29)]
+    assert [s["showscale"] for s in scales] == [False, True]
     change = json.loads(charts.replica_change_heatmap([1, 2, 3], [True, False, True], topics, before, after).to_json())
     assert assert_cells_print_their_own_numbers(change, signed=True) == 9
     assert change["data"][0]["text"][0] == ["-7", "0", "+7"]
@@ -85,8 +90,8 @@ def test_reassign_page_heatmaps_print_their_own_numbers(demo, zk_connect, tmp_pa
     at = open_page(demo, zk_connect, tmp_path, monkeypatch, REASSIGN)
     at.radio(key="goal").set_value(rs.GOAL_FILL).run()
     ok(at)
-    [heat] = [c for c in at.get("plotly_chart") if c.key == "ra_heatmap"]
-    assert assert_cells_print_their_own_numbers(figure(heat)) > 0
+    heats = [c for c in at.get("plotly_chart") if c.key in ("ra_heatmap", "ra_heatmap_after")]
+    assert len(heats) == 2 and all(assert_cells_print_their_own_numbers(figure(h)) > 0 for h in heats)
     at.session_state["view"] = "Change"
     [change] = [c for c in at.run().get("plotly_chart") if c.key == "ra_change_heatmap"]
     assert assert_cells_print_their_own_numbers(figure(change), signed=True) > 0

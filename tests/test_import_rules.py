@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("core", "dashboard")
 PURE = ("core.model", "core.errors", "core.zkformat", "core.assignment", "core.topics", "core.health",
-        "core.elections", "core.plans", "core.balance", "core.numbers", "core.broker_defaults")
+        "core.elections", "core.plans", "core.balance", "core.numbers", "core.broker_defaults", "core.shares")
 ADAPTERS = ("core.zk", "core.store", "core.fleet", "core.sandbox", "core.cli", "core.config", "core.kafka")
 IO_MODULES = {"os", "socket", "subprocess", "sqlite3", "shutil", "tempfile", "urllib", "http", "requests",
               "threading", "multiprocessing", "kazoo", "pyspark", "streamlit", "kafka", "pathlib", "time"}

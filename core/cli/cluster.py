@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from core.cli.argtypes import whole
-from core.cli.common import add_bootstrap_option, add_zk_options, stderr_progress, zk_session
+from core.cli.common import add_bootstrap_option, add_zk_options, cluster_name, stderr_progress, zk_session
 from core.cli.io import check_output, write_output
 from core.errors import KeelError, TooLargeError, UnknownTopicError, ValidationError
 from core.model import ClusterSnapshot
@@ -85,7 +85,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
     from core.zk.reader import read_snapshot
 
     with zk_session(args) as session:
-        snap = read_snapshot(session, progress=stderr_progress(args.progress))
+        snap = read_snapshot(session, cluster=cluster_name(args) if args.json else "",
+                             progress=stderr_progress(args.progress))
     flags = dict(under_replicated=args.under_replicated_partitions, unavailable=args.unavailable_partitions,
                  under_min_isr=args.under_min_isr_partitions, at_min_isr=args.at_min_isr_partitions)
     if args.topic and not matching_topics(snap, args.topic):
@@ -111,7 +112,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
     check_output(args.output, "-o")  # before reading what may be a 200,000-partition cluster
     with zk_session(args) as session:
-        snap = read_snapshot(session, cluster=args.cluster or "", progress=stderr_progress(args.progress))
+        snap = read_snapshot(session, cluster=cluster_name(args), progress=stderr_progress(args.progress))
     text = snap.to_json(indent=None if args.compact else 1)
     write_output(args.output, text, "-o")  # atomic: never half a snapshot
     if args.output != "-":
@@ -160,7 +161,9 @@ def register(sub) -> None:
     p = sub.add_parser("snapshot", help="write the cluster's full snapshot JSON")
     add_zk_options(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="output file, or - for stdout")
-    p.add_argument("--cluster", metavar="NAME", help="cluster name recorded in the snapshot")
+    p.add_argument("--cluster", metavar="NAME",
+                   help="cluster name recorded in the snapshot (default: the keel.toml cluster --zk reaches, else "
+                        "the connect string)")
     p.add_argument("--compact", action="store_true", help="no indentation")
     p.add_argument("--progress", action="store_true", help="report loading progress on stderr")
     p.set_defaults(func=cmd_snapshot)

@@ -216,6 +216,23 @@ def resolve_host(host: str, port: int) -> frozenset[str]:
         return frozenset({host.lower()})
 
 
+def cluster_name(args: argparse.Namespace) -> str:
+    """The name a snapshot the command line writes records: --cluster when given, else the keel.toml cluster that
+    --zk reaches however it is spelled (core.gate.identify, as a write names it in History), else the canonical
+    connect string. Never "": a snapshot file must say which cluster it holds."""
+    from core import gate
+    from core.config import ConfigError, load_cli_config
+
+    if getattr(args, "cluster", None):
+        return args.cluster
+    try:
+        config = load_cli_config()
+    except ConfigError as e:  # a read goes on; only the name falls back
+        print(f"warning: {e}; the snapshot is named by its connect string", file=sys.stderr)
+        config = None
+    return gate.identify(config, zk=args.zk, resolve=resolve_host).label
+
+
 @contextmanager
 def write_session(args: argparse.Namespace) -> Iterator[Writing]:
     """The only way a command writes: ZooKeeper opened, then core.gate's admission as source `cli` with the OS

@@ -155,13 +155,27 @@ def cmd_execute(args: argparse.Namespace) -> int:
                            accept_risks=e.risks)
     for warning in done.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print("Current partition replica assignment\n\n" + done.rollback.to_json()
-          + "\n\nSave this to use as the --reassignment-json-file option during rollback")
-    print(f"Successfully started reassignment of {done.partitions} partitions "
-          f"(action {done.action_id}; `python -m core rollback --action {done.action_id}` once it completes)"
+    # One rollback instruction: Keel's (the action history keeps the current assignment and the throttle it ran
+    # with). Kafka's "Save this to use as the --reassignment-json-file option during rollback" beside it told the
+    # operator to do by hand what `rollback --action` does.
+    print(f"Current partition replica assignment (saved as the rollback of action {done.action_id})\n\n"
+          + done.rollback.to_json() + "\n")
+    print(f"Successfully started reassignment of {done.partitions} partitions (action {done.action_id})"
           + (f"; throttle {done.throttles.rate:,} B/s on brokers {','.join(map(str, done.throttles.brokers))}"
              if done.throttles else ""))
+    print(f"To roll it back once it has completed: {rollback_command(args, done.action_id)}")
     return 0
+
+
+def rollback_command(args: argparse.Namespace, action_id: int) -> str:
+    """The rollback of `action_id`, shell-quoted, with the --zk, --cluster and --store execute was given."""
+    import shlex
+
+    argv = ["python", "-m", "core", "rollback", "--zk", args.zk, "--action", str(action_id)]
+    for option, value in (("--cluster", args.cluster), ("--store", args.store)):
+        if value:
+            argv += [option, value]
+    return shlex.join(argv)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -178,6 +178,8 @@ class Connection:
                 self._last_attempt_end = time.monotonic()
             else:
                 old, self.live = self.live, live
+                if old is not None:  # a broker that went down meanwhile keeps its last registration
+                    live.tree.remember(old.tree)
                 if replacing and old is not None and self._down_since is not None:
                     live.record_resync(time.monotonic() - self._down_since,
                                        "reconnected to ZooKeeper with a new session")

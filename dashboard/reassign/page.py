@@ -382,9 +382,14 @@ def before_after(p: rs.Planned) -> None:
     if view in ("Heatmap", "Change"):
         heat = p.derived("heatmap", lambda: rs.topic_broker_counts(p.before, p.result.target, brokers))
         draw = charts.replica_heatmaps if view == "Heatmap" else charts.replica_change_heatmap
-        fig = p.derived(f"figure:{figure_key}",
-                        lambda: draw(heat.brokers, alive, heat.topics, heat.before, heat.after, marks=marks))
-        st.plotly_chart(fig, key="ra_heatmap" if view == "Heatmap" else "ra_change_heatmap", config=CHART)
+        figs = p.derived(f"figure:{figure_key}",
+                         lambda: draw(heat.brokers, alive, heat.topics, heat.before, heat.after, marks=marks))
+        if view == "Heatmap":  # side by side where both fit, one above the other in a narrow window
+            row = st.container(horizontal=True, gap="medium")
+            for fig, key in zip(figs, ("ra_heatmap", "ra_heatmap_after")):
+                row.plotly_chart(fig, key=key, config=CHART)
+        else:
+            st.plotly_chart(figs, key="ra_change_heatmap", config=CHART)
         folded = heat.topics[-1] if heat.topics and heat.topics[-1].startswith("other (") else None
         st.caption(f"Over the {len(p.result.target):,} partition(s) in scope"
                    + (f"; the {len(heat.topics) - 1} topics with the most replicas, the {folded[7:-1]} summed in "
@@ -446,12 +451,12 @@ def downloads(p: rs.Planned) -> None:
                 wrap_lines=True)
         if len(text) > rs.MAX_JSON_PREVIEW:
             st.caption(f"First {rs.MAX_JSON_PREVIEW:,} of {len(text):,} characters; the download has it all.")
-        servers = actions.bootstrap_servers(snap)
-        st.code(f"kafka-reassign-partitions.sh --bootstrap-server {servers} --reassignment-json-file "
-                f"reassignment.json --execute" + (f" --throttle {throttle}" if throttle else "")
-                + f"\nkafka-reassign-partitions.sh --bootstrap-server {servers} --reassignment-json-file "
-                  "reassignment.json --verify", language="bash", wrap_lines=True)
-        st.caption("Kafka before 2.5: `--zookeeper <connect string>` instead of `--bootstrap-server`.")
+        for flag, where in (("--bootstrap-server", actions.bootstrap_servers(snap)), ("--zookeeper", ctx.cluster.zk)):
+            if flag == "--zookeeper":
+                st.caption("Kafka before 2.5 (no `--bootstrap-server`): the same through ZooKeeper.")
+            tool = ["kafka-reassign-partitions.sh", flag, where, "--reassignment-json-file", "reassignment.json"]
+            ui.commands(tool + ["--execute"] + (["--throttle", str(throttle)] if throttle else []),
+                        tool + ["--verify"])
 
 
 def execute_panel(p: rs.Planned) -> None:
@@ -507,8 +512,10 @@ if followed is not None:
 else:
     if live_snap.in_progress.reassignment:
         st.info(f"A reassignment of {len(live_snap.in_progress.reassignment):,} partition(s) is running, not started "
-                "from this session: follow it below if Keel recorded it, or with `python -m core verify`.",
-                icon=":material/hourglass_top:")
+                "from this session: follow it below if Keel recorded it, or verify it from a shell with the plan "
+                "that was executed (exit status 3 while it runs):", icon=":material/hourglass_top:")
+        ui.commands(["python", "-m", "core", "verify", "--zk", ctx.cluster.zk, "--reassignment-json-file",
+                     "plan.json"])
     reassign_run.cancel_section(ctx, None, live_snap)  # issue 15: cancel it (Kafka 2.4+), or what that needs
     reassign_run.follow_earlier(ctx)
     actions.show(reassign_run.RUN_RESULT, scope="reassign-run")

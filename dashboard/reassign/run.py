@@ -399,9 +399,9 @@ def cancel_section(ctx: frame.PageContext, run: FollowedRun | None = None, live=
     if keys and not ctx.cluster.bootstrap:
         st.caption(":material/info: Cancelling a running reassignment needs the cluster's `bootstrap` servers in "
                    "keel.toml (Kafka's Admin API, Kafka 2.4+). From a shell:")
-        which = "--all" if run is None else "--reassignment-json-file plan.json"
-        st.code(f"python -m core cancel --zk {ctx.cluster.zk} --bootstrap-server HOST:PORT {which} "
-                f"--cluster {ctx.cluster.name}", language="bash", wrap_lines=True)
+        which = ["--all"] if run is None else ["--reassignment-json-file", "plan.json"]
+        ui.commands(["python", "-m", "core", "cancel", "--zk", ctx.cluster.zk, "--bootstrap-server", "HOST:PORT",
+                     *which, "--cluster", ctx.cluster.name])
     elif keys:
         reason = actions.blocked_reason(ctx.config, "cancel the reassignment")
         whose = "of every running reassignment" if run is None else f"of action #{run.action_id}"

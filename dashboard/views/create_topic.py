@@ -258,28 +258,31 @@ if draft is not None:
     ids_ = [b.id for b in alive]
     racks_ = [b.rack for b in alive]
     alive_ = [True] * len(alive)
-    colors = charts.rack_colors(racks_)
-    left, right = st.columns(2)
-    left.plotly_chart(charts.per_broker_bars(ids_, [replicas[b] for b in ids_], racks_, alive_,
-                                             title="Replicas of the new topic per broker", y_title="Replicas",
-                                             colors=colors),
-                      key="ct_replicas_chart", config={"displayModeBar": False})
-    right.plotly_chart(charts.per_broker_bars(ids_, [leaders[b] for b in ids_], racks_, alive_,
-                                              title="Preferred leaders of the new topic per broker",
-                                              y_title="Leaders", colors=colors),
-                       key="ct_leaders_chart", config={"displayModeBar": False})
+    colors = charts.rack_colors(b.rack for b in snap.brokers)  # every known rack: the Overview's colours
+    row = st.container(horizontal=True, gap="medium")  # side by side where both fit, stacked at 900 px
+    row.plotly_chart(charts.per_broker_bars(ids_, [replicas[b] for b in ids_], racks_, alive_,
+                                            title="Replicas of the new topic per broker", y_title="Replicas",
+                                            colors=colors),
+                     key="ct_replicas_chart", config={"displayModeBar": False})
+    row.plotly_chart(charts.per_broker_bars(ids_, [leaders[b] for b in ids_], racks_, alive_,
+                                            title="Preferred leaders of the new topic per broker",
+                                            y_title="Leaders", colors=colors),
+                     key="ct_leaders_chart", config={"displayModeBar": False})
 
     st.markdown("**Equivalent command** (explicit assignment, so it places replicas exactly as above)")
     try:
         command = kafka_topics_command(draft, actions.bootstrap_servers(snap))
         if draft.partitions <= MAX_COMMAND_PARTITIONS:
             st.code(command, language="bash", wrap_lines=True)
+            st.caption("Kafka before 2.2 (no `--bootstrap-server`): the same through ZooKeeper.")
+            st.code(kafka_topics_command(draft, ctx.cluster.zk, zookeeper=True), language="bash", wrap_lines=True)
         else:
             st.code(command[:400] + " …", language="bash", wrap_lines=True)
             st.download_button(f"Download the full command ({len(command):,} characters)", command + "\n",
                                file_name=f"create-{draft.name}.sh", mime="text/x-shellscript",
                                key="ct_command_download", icon=":material/download:")
-        st.caption("Kafka before 2.2: use `--zookeeper <connect string>` instead of `--bootstrap-server`.")
+            st.caption("Kafka before 2.2: `--zookeeper` and the cluster's connect string instead of "
+                       "`--bootstrap-server`.")
     except KeelError as e:
         st.caption(f"No kafka-topics.sh equivalent: {md_text(e)}")
 

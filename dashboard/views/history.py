@@ -20,6 +20,10 @@ LIMITS = (200, 1000, 5000)
 STATUS_STYLE = {"applied": "color: #2CA02C; font-weight: 600", "failed": "color: #D62728; font-weight: 600",
                 "pending": "color: #E69F00; font-weight: 600"}
 NO_CLUSTER_LABEL = "(no cluster: sign-ins)"
+# What a row says first, then who and where: the summary within the first ~400 px, so that it is on screen at 1600 px
+# (after Actor, Source, Role and Cluster it was past the right edge). The CSV keeps dashboard.audit's order.
+SHOWN = ["ID", "Time", "Status", "Kind", "Summary", "Target", "Actor", "Role", "Source", "Cluster", "Result",
+         "Completed", "Link"]
 PAGE = "views/history.py"
 MAX_ACTION_ID = 2 ** 63 - 1  # SQLite's largest integer
 
@@ -95,9 +99,9 @@ c3.download_button("CSV", to_csv(df), file_name="keel-history.csv", mime="text/c
 event = st.dataframe(
     df.style.map(lambda v: STATUS_STYLE.get(v, ""), subset=["Status"]) if len(df) <= 2000 else df,
     hide_index=True, key="history_table", on_select="rerun", selection_mode="single-row",
-    height=min(460, 38 + 35 * max(len(df), 1)),
-    column_config={"ID": st.column_config.NumberColumn(format="%d", width="small"),
-                   "Time": st.column_config.TextColumn("Time (UTC)", width="medium"),
+    height=min(460, 38 + 35 * max(len(df), 1)), column_order=SHOWN,
+    column_config={"ID": st.column_config.NumberColumn(format="%d", width=50),
+                   "Time": st.column_config.TextColumn("Time (UTC)", width=150),
                    "Source": st.column_config.TextColumn(width="small", help="How the actor was identified: oidc, "
                                                          "proxy, cli or none (not signed in: the local user)"),
                    "Role": st.column_config.TextColumn(width="small", help="The actor's role on the cluster then"),

@@ -316,6 +316,13 @@ def live() -> None:
                                key="ld_download", icon=":material/download:", width="content",
                                help="For kafka-leader-election.sh --election-type preferred "
                                     "--path-to-json-file (or kafka-preferred-replica-election.sh before 2.4)")
+            with st.expander("The same election from a shell, with this file", icon=":material/terminal:"):
+                ui.commands(["kafka-leader-election.sh", "--bootstrap-server", actions.bootstrap_servers(snap),
+                             "--election-type", "preferred", "--path-to-json-file", "preferred-election.json"],
+                            ["python", "-m", "core", "elect", "--zk", ctx.cluster.zk, "--path-to-json-file",
+                             "preferred-election.json"])
+                st.caption("Kafka before 2.4: kafka-preferred-replica-election.sh with --zookeeper and the same "
+                           "--path-to-json-file.")
             ok = st.checkbox(f"Move the leadership of {n_in:,} partition(s) to their preferred replica",
                              key=f"ld_confirm_{context}", disabled=reason is not None)
             st.button("Elect preferred leaders", type="primary", icon=":material/how_to_vote:", key="ld_elect",

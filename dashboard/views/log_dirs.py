@@ -68,7 +68,9 @@ if source == SOURCES[0]:
 else:
     up = st.file_uploader("kafka-log-dirs.sh --describe output (JSON)", type=["json", "txt", "log"], key="ld_upload")
     if up is None:
-        st.info("Upload the output of `kafka-log-dirs.sh --bootstrap-server ... --describe`.", icon=":material/upload:")
+        st.info("Upload the output of this command (any broker as bootstrap server):", icon=":material/upload:")
+        ui.commands(["kafka-log-dirs.sh", "--bootstrap-server", cluster.bootstrap or actions.bootstrap_servers(snap),
+                     "--describe"])
         st.stop()
     try:
         st.session_state[VIEW] = (f"file {up.name}", parse_log_dirs_view(up.getvalue()), time.strftime("%H:%M:%S"))
@@ -154,9 +156,10 @@ st.dataframe(pd.DataFrame(spread), hide_index=True, key="ld_spread")
 text = json.dumps(doc, indent=1)
 st.download_button("Download the plan (reassignment JSON with log_dirs)", text + "\n", file_name="log-dirs-plan.json",
                    mime="application/json", icon=":material/download:", key="ld_download")
-st.caption(f"{len(plan.moves)} move(s), {_size(plan.bytes_moved)}. Kafka's own tool runs it too: "
-           "`kafka-reassign-partitions.sh --bootstrap-server ... --reassignment-json-file log-dirs-plan.json "
-           "--execute` (replicas unchanged, only their directories).")
+st.caption(f"{len(plan.moves)} move(s), {_size(plan.bytes_moved)}. Kafka's own tool runs it too (replicas "
+           "unchanged, only their directories):")
+ui.commands(["kafka-reassign-partitions.sh", "--bootstrap-server", cluster.bootstrap or actions.bootstrap_servers(snap),
+             "--reassignment-json-file", "log-dirs-plan.json", "--execute"])
 
 # --- execute ------------------------------------------------------------------------------------------------
 

@@ -158,12 +158,13 @@ def live() -> None:
     bd = broker_defaults.defaults(ctx.cluster, snap)
     table = conn.derived("topics.table", snap, topic_table, key=bd)
 
-    f1, f2, f3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    # one wrapping row: the toggles keep their labels (columns of a fifth cut them to "Onl…" at 900 px)
+    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
     # live: filters while typing (a 200 ms pause), no Enter needed; only this fragment reruns
-    needle = f1.text_input("Filter topics", key="q", placeholder="name contains…", type="search", live="200ms",
-                           bind="query-params", help="Case-insensitive substring of the topic name") or ""
-    only_bad = f2.toggle("Only with problems", key="topic_only_bad")
-    hide_internal = f3.toggle("Hide internal", key="topic_hide_internal")
+    needle = row.text_input("Filter topics", key="q", placeholder="name contains…", type="search", live="200ms",
+                            bind="query-params", help="Case-insensitive substring of the topic name") or ""
+    only_bad = row.toggle("Only with problems", key="topic_only_bad")
+    hide_internal = row.toggle("Hide internal", key="topic_hide_internal")
     view = table
     if needle.strip():
         view = view[view["Topic"].str.contains(needle.strip(), case=False, regex=False)]
@@ -341,7 +342,8 @@ def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None)
     alive = [b for b in snap.brokers if b.alive]
     st.plotly_chart(charts.per_broker_bars([b.id for b in alive], [added[b.id] for b in alive],
                                            [b.rack for b in alive], [True] * len(alive),
-                                           title="New replicas per broker", y_title="Replicas", height=260),
+                                           title="New replicas per broker", y_title="Replicas", height=260,
+                                           colors=charts.rack_colors(b.rack for b in snap.brokers)),
                     key="ap_chart", config={"displayModeBar": False})
     ok = st.checkbox(f"Add {len(rows):,} partition(s) to **{md(topic.name)}** ({current:,} → {new_total:,})",
                      key=f"ap_confirm::{context}", disabled=reason is not None)
