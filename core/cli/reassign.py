@@ -41,11 +41,13 @@ def _read_plan_input(path: str, option: str, what: str) -> bytes:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from core.balance import STRATEGIES, import_plan
+    from core.balance import import_plan
+    from core.balance.costs import copy_seconds
+    from core.balance.requests import plan
     from core.balance.sizes import MAX_LOG_DIRS_BYTES, parse_log_dirs
     from core.cli.io import check_output, naming_problems, print_problems, read_input
     from core.model import MAX_SNAPSHOT_BYTES, ClusterSnapshot
-    from core.plans import parse_topics_to_move, settled
+    from core.plans import parse_topics_to_move
 
     if args.output is None and not args.import_file:
         raise ValidationError("give the plan's output file: -o FILE (or - for stdout)")
@@ -84,11 +86,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         result, plan_json, rollback_json = imported.result, imported.plan.to_json(), imported.rollback.to_json()
         warnings = imported.warnings
     else:
-        # A running reassignment is planned as finished, as the Reassign page plans it: partitions that are
-        # moving hold target + origin replicas, and counting those would move replicas that are about to go.
-        snap = settled(snap)
+        # core.balance.requests: the request and the settled cluster (a running reassignment counted as done), as
+        # the Reassign page plans
         with naming_problems(snap):
-            result = STRATEGIES[args.strategy](snap, _request(args, topics, sizes))
+            result = plan(snap, args.strategy, _request(args, snap, topics, sizes))
         plan_json, rollback_json, warnings = result.reassignment_json(), result.rollback_json(), result.warnings
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -104,22 +105,43 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"replica spread {r.replicas[0].spread:g} -> {r.replicas[1].spread:g}, "
           f"leader spread {r.leaders[0].spread:g} -> {r.leaders[1].spread:g}, "
           f"rack violations {r.rack_violations[0]} -> {r.rack_violations[1]}", file=sys.stderr)
+    seconds = copy_seconds(result, sizes, snap, args.throttle)
+    if args.throttle and seconds is not None:
+        print(f"copy time at {args.throttle:,} B/s: about {seconds:,.0f} s (the busiest broker's bytes per wave / "
+              "throttle, waves one after another)", file=sys.stderr)
+    elif args.throttle:
+        print("copy time: unknown without partition sizes (--sizes or --bootstrap-server)", file=sys.stderr)
     if args.output:
         _write(args.output, plan_json)
     if args.rollback_output:
         _write(args.rollback_output, rollback_json, "--rollback-output")
     if args.report:
-        _write(args.report, json.dumps(result.to_dict(), indent=2), "--report")
+        _write(args.report, json.dumps(_report(result, snap, sizes, args.throttle, seconds), indent=2), "--report")
     return 0
 
 
-def _request(args: argparse.Namespace, topics, sizes):
-    from core.balance import PlanRequest
+def _report(result, snap, sizes, throttle: int | None, seconds: float | None) -> dict:
+    """The plan's report (PlanResult.to_dict), the copy time at --throttle and the per-broker loads before / after
+    (core.balance.shape: what the Reassign page draws)."""
+    from core.balance.shape import broker_loads, shown_brokers
 
-    return PlanRequest(
-        topics=topics, target_brokers=_ids(args.broker_list, "--broker-list"),
-        drain_brokers=_ids(args.exclude_brokers, "--exclude-brokers") or (),
-        replication_factor=args.replication_factor, partition_sizes=sizes,
+    before = {k: result.rollback.get(k, v) for k, v in result.target.items()}
+    brokers = shown_brokers(snap, before, result.target)
+    loads = broker_loads(before, result.target, brokers, sizes)
+    return {**result.to_dict(), "throttle": throttle, "copy_seconds": seconds,
+            "brokers": [{"broker": b, "replicas": [loads.replicas[0][i], loads.replicas[1][i]],
+                         "preferred_leaders": [loads.leaders[0][i], loads.leaders[1][i]],
+                         **({"bytes": [loads.bytes[0][i], loads.bytes[1][i]]} if loads.bytes else {})}
+                        for i, b in enumerate(brokers)]}
+
+
+def _request(args: argparse.Namespace, snap, topics, sizes):
+    from core.balance.requests import plan_request
+
+    return plan_request(
+        snap, args.strategy, topics=topics, target_brokers=_ids(args.broker_list, "--broker-list"),
+        drain=_ids(args.exclude_brokers, "--exclude-brokers") or (),
+        replication_factor=args.replication_factor, sizes=sizes,
         max_moves=args.max_moves, seed=args.seed, rack_aware=not args.disable_rack_aware,
         per_topic_spread=args.per_topic_spread, wave_partitions=args.wave_partitions,
         wave_broker_moves=args.wave_broker_moves)
@@ -278,7 +300,11 @@ def register(sub) -> None:
                    help="validate and score a reassignment JSON made elsewhere (same report; -o is optional)")
     p.add_argument("-o", "--output", metavar="FILE", help="the plan (reassignment JSON), - for stdout")
     p.add_argument("--rollback-output", metavar="FILE", help="the current assignment of the changed partitions")
-    p.add_argument("--report", metavar="FILE", help="the metrics report (JSON)")
+    p.add_argument("--report", metavar="FILE", help="the metrics report (JSON): the plan's metrics, the per-broker "
+                                                    "loads before / after and, with --throttle, the copy time")
+    p.add_argument("--throttle", type=whole, metavar="BYTES_PER_S",
+                   help="estimate the copy time at this replication throttle (needs partition sizes: --sizes or "
+                        "--bootstrap-server), as the Reassign page does")
     p.set_defaults(func=cmd_plan)
 
     for name, fn, helptext in (("execute", cmd_execute, "start a reassignment (kafka-reassign-partitions --execute)"),
