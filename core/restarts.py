@@ -135,6 +135,19 @@ def require_broker(snapshot: ClusterSnapshot, broker: int) -> None:
                               hint="a broker id from /brokers/ids or from a partition's replicas")
 
 
+def only_in_sync_on(p: Partition, broker: int, alive: frozenset[int] | set[int]) -> bool:
+    """`broker` is the only live in-sync replica of `p`, which is available now: stopping it takes `p` offline
+    (an ISR member that is down cannot lead). The Broker page's "Only in-sync" and check_stop's offline list."""
+    live_leader = p.leader != NO_LEADER and p.leader in alive
+    return live_leader and broker in p.isr and not any(r != broker and r in alive for r in p.isr)
+
+
+def only_in_sync(snapshot: ClusterSnapshot, broker: int) -> list[Partition]:
+    """The partitions `broker` is the only live in-sync replica of (see only_in_sync_on)."""
+    alive = snapshot.alive_broker_ids
+    return [p for p in snapshot.partitions() if broker in p.isr and only_in_sync_on(p, broker, alive)]
+
+
 def _check(snapshot: ClusterSnapshot, parts: list[tuple[Partition, int | None]], rule: MinIsrRule, broker: int,
            alive: frozenset[int], ignore_under_replicated: bool) -> StopCheck:
     offline, under, moves, urp, unavailable = [], [], [], [], []
@@ -155,7 +168,7 @@ def _check(snapshot: ClusterSnapshot, parts: list[tuple[Partition, int | None]],
         if rule.capped:  # Kafka 3.7+: at most the replica count
             mi = min(mi, len(p.replicas))
         risk = AtRisk(p.topic, p.partition, p.replicas, p.isr, p.leader, mi)
-        if broker in p.isr and not isr_left:
+        if only_in_sync_on(p, broker, alive):
             offline.append(risk)
         elif broker in p.isr and len(isr_left) < mi:
             under.append(risk)

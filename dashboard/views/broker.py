@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from core import health
+from core.restarts import only_in_sync_on
 from core.shares import even_share
 from core.model import NO_LEADER, ClusterSnapshot
 from dashboard import broker_defaults, frame, ui
@@ -50,6 +51,7 @@ def broker_view(snap: ClusterSnapshot, broker_id: int) -> BrokerView:
     pref: Counter[str] = Counter()
     size: dict[str, int] = {}
     only = []
+    alive = snap.alive_broker_ids
     total_replicas = total_leaders = 0
     for t in snap.topics:
         size[t.name] = len(t.partitions)
@@ -61,7 +63,7 @@ def broker_view(snap: ClusterSnapshot, broker_id: int) -> BrokerView:
             reps[t.name] += 1
             leads[t.name] += p.leader == broker_id
             pref[t.name] += p.replicas[0] == broker_id
-            if tuple(p.isr) == (broker_id,):
+            if only_in_sync_on(p, broker_id, alive):  # as restart-check counts it (core.restarts)
                 only.append({"Topic": t.name, "Partition": p.partition, "Replicas": ui_ids(p.replicas),
                              "ISR": ui_ids(p.isr), "Leader": "none" if p.leader == NO_LEADER else str(p.leader)})
     rows = [{"Topic": name, "Replicas": n, "Leaders": leads[name], "Preferred": pref[name],
