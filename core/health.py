@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from core.broker_defaults import BrokerDefaults, MinIsrBasis, MinIsrRule, min_isr_basis, positive_int
 from core.errors import ValidationError
@@ -145,10 +145,6 @@ def is_off_preferred_leader(p: Partition) -> bool:
     leadership info for it, and `leadershipInfo.exists(...)` is false).
     """
     return p.has_state and bool(p.replicas) and p.leader != p.replicas[0]
-
-
-def is_reassigning(p: Partition) -> bool:
-    return bool(p.adding_replicas or p.removing_replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,6 +562,3 @@ def auto_rebalance_candidates(snapshot: ClusterSnapshot, *,
     return sorted(out)
 
 
-def unhealthy(rows: Iterable[PartitionHealth]) -> list[PartitionHealth]:
-    """The rows with any of under-replicated, unavailable or under-min-ISR."""
-    return [h for h in rows if not h.healthy]

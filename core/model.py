@@ -449,5 +449,3 @@ def utc_now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def sort_topics(topics: Iterable[Topic]) -> tuple[Topic, ...]:
-    return tuple(sorted(topics, key=lambda t: t.name))

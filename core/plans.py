@@ -180,14 +180,6 @@ def rollback_for(plan: ReassignmentPlan, snapshot: ClusterSnapshot) -> Reassignm
     return ReassignmentPlan(tuple(ReassignmentEntry(t, p, r) for (t, p), r in current.items()))
 
 
-def current_assignment_json(snapshot: ClusterSnapshot, topics: Iterable[str] | None = None) -> str:
-    """Every partition of `topics` (None: all topics) as reassignment JSON, as `--generate` prints it."""
-    names = sorted(snapshot.topic_by_name) if topics is None else sorted(set(topics))
-    validate_topics_to_move(names, snapshot)
-    return format_reassignment({(p.topic, p.partition): p.replicas
-                                for name in names for p in snapshot.topic_by_name[name].partitions})
-
-
 # --- preferred leader election ----------------------------------------------------------------
 
 
@@ -214,19 +206,6 @@ def parse_election(text: str | bytes) -> tuple[TopicPartition, ...]:
         raise PlanError("Preferred replica election data contains duplicate partitions: "
                         + listing(_tp(tp) for tp in repeated))
     return tuple(sorted(partitions))
-
-
-def validate_election(partitions: Iterable[TopicPartition], snapshot: ClusterSnapshot
-                      ) -> tuple[tuple[TopicPartition, ...], list[str]]:
-    """Split into the partitions that exist and Kafka's skip notices for the others (Kafka skips, not fails)."""
-    existing = _existing_partitions(snapshot)
-    wanted = sorted(set(partitions))
-    valid = tuple(tp for tp in wanted if tp in existing)
-    skipped = [f"Skipping preferred replica leader election for partition {_tp(tp)} since it doesn't exist."
-               for tp in wanted if tp not in existing]
-    if not valid:
-        raise PlanError("none of the partitions in the election data exist", hint=f"{len(skipped)} skipped")
-    return valid, skipped
 
 
 def format_election(partitions: Iterable[TopicPartition]) -> str:

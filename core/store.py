@@ -3,7 +3,6 @@
 An action is recorded *before* anything is written to ZooKeeper (status "pending", with the exact
 payload and, where there is one, the rollback), then finished as "applied" or "failed". A crash
 between the two leaves a pending row: the history never loses a write that may have happened.
-Saved plans (reassignments, elections) live here too.
 
 Every row names the person: the actor (an email or subject when signed in, the OS user otherwise), how they were
 identified (`source`: oidc, proxy, cli, none) and their role at the time. The engine's writers only pass `actor`;
@@ -63,16 +62,6 @@ CREATE TABLE IF NOT EXISTS actions (
     finished  TEXT
 );
 CREATE INDEX IF NOT EXISTS actions_cluster ON actions (cluster, id);
-CREATE TABLE IF NOT EXISTS plans (
-    id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    at        TEXT NOT NULL,
-    actor     TEXT NOT NULL,
-    cluster   TEXT NOT NULL,
-    kind      TEXT NOT NULL,
-    name      TEXT NOT NULL,
-    plan      TEXT NOT NULL,
-    report    TEXT
-);
 """
 
 
@@ -130,22 +119,6 @@ def acting(actor: str, source: str, role: str | None, cluster_id: str | None = N
         yield a
     finally:
         _ACTING.reset(token)
-
-
-def current_acting() -> Acting | None:
-    return _ACTING.get()
-
-
-@dataclass(frozen=True)
-class SavedPlan:
-    id: int
-    at: str
-    actor: str
-    cluster: str
-    kind: str
-    name: str
-    plan: Any
-    report: Any
 
 
 def default_actor() -> str:
@@ -312,27 +285,6 @@ class Store:
         with closing(self._connect()) as db:
             return {c: [r[0] for r in db.execute(f"SELECT DISTINCT {c} FROM actions ORDER BY {c}")]
                     for c in ("cluster", "actor", "kind")}
-
-    # --- plans -----------------------------------------------------------------------------
-
-    def save_plan(self, *, cluster: str, kind: str, name: str, plan: Any, report: Any = None,
-                  actor: str | None = None) -> int:
-        with closing(self._connect()) as db, db:
-            cur = db.execute(
-                "INSERT INTO plans (at, actor, cluster, kind, name, plan, report) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (utc_now_iso(), actor or default_actor(), cluster, kind, name, json.dumps(plan),
-                 None if report is None else json.dumps(report)),
-            )
-            return int(cur.lastrowid)
-
-    def plans(self, cluster: str | None = None, limit: int = 100) -> list[SavedPlan]:
-        sql, args = "SELECT * FROM plans", []
-        if cluster is not None:
-            sql, args = sql + " WHERE cluster = ?", [cluster]
-        with closing(self._connect()) as db:
-            rows = db.execute(sql + " ORDER BY id DESC LIMIT ?", args + [limit]).fetchall()
-        return [SavedPlan(r["id"], r["at"], r["actor"], r["cluster"], r["kind"], r["name"], json.loads(r["plan"]),
-                          None if r["report"] is None else json.loads(r["report"])) for r in rows]
 
     # --- pending actions left by interrupted runs (see core.zk.reconcile) ---------------------------
 

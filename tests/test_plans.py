@@ -9,9 +9,9 @@ import pytest
 from core import plans
 from core.errors import PlanError
 from core.model import Broker, ClusterSnapshot, Partition, Topic
-from core.plans import (ReassignmentEntry, ReassignmentPlan, current_assignment_json, format_election,
+from core.plans import (ReassignmentEntry, ReassignmentPlan, format_election,
                         format_reassignment, format_topics_to_move, parse_election, parse_reassignment,
-                        parse_topics_to_move, rollback_for, validate_election, validate_reassignment,
+                        parse_topics_to_move, rollback_for, validate_reassignment,
                         validate_topics_to_move)
 
 
@@ -185,15 +185,6 @@ def test_rollback_is_the_current_assignment_of_the_plans_partitions():
     raises(lambda: rollback_for(gone, snap), "The proposed assignment contains non-existent partitions: t-5")
 
 
-def test_current_assignment_json():
-    snap = snapshot()
-    assert json.loads(current_assignment_json(snap, ["t"]))["partitions"] == [
-        {"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["any", "any"]},
-        {"topic": "t", "partition": 1, "replicas": [2, 4], "log_dirs": ["any", "any"]}]
-    assert [p["topic"] for p in json.loads(current_assignment_json(snap))["partitions"]] == ["a-b", "t", "t"]
-    raises(lambda: current_assignment_json(snap, ["nope"]), "Topic nope not found.")
-
-
 # --- election ---------------------------------------------------------------------------------------
 
 
@@ -216,14 +207,6 @@ def test_election_parse_sorts_and_format_round_trips():
 ])
 def test_election_refusals(text, message):
     raises(lambda: parse_election(text), message)
-
-
-def test_election_validation_skips_what_does_not_exist_like_kafka():
-    valid, skipped = validate_election([("t", 0), ("t", 7), ("gone", 0)], snapshot())
-    assert valid == (("t", 0),)
-    assert skipped == ["Skipping preferred replica leader election for partition gone-0 since it doesn't exist.",
-                       "Skipping preferred replica leader election for partition t-7 since it doesn't exist."]
-    raises(lambda: validate_election([("gone", 0)], snapshot()), "none of the partitions in the election data exist")
 
 
 # --- what keeps a reassignment from finishing (issue 16) ----------------------------------------------------

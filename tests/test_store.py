@@ -24,10 +24,3 @@ def test_action_lifecycle(tmp_path):
     assert Store(tmp_path / "keel.sqlite").action(aid).summary == "create orders (3 x RF2)"
 
 
-def test_plans(tmp_path):
-    store = Store(tmp_path / "s.sqlite")
-    pid = store.save_plan(cluster="demo", kind="reassignment", name="fill broker 9",
-                          plan={"version": 1, "partitions": []}, report={"moves": 0})
-    [plan] = store.plans("demo")
-    assert plan.id == pid and plan.plan == {"version": 1, "partitions": []} and plan.report == {"moves": 0}
-    assert store.plans("other") == []

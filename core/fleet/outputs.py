@@ -42,14 +42,6 @@ def read_manifest(output_dir: str | Path) -> dict[str, Any]:
     return doc
 
 
-def has_output(output_dir: str | Path) -> bool:
-    try:
-        read_manifest(output_dir)
-        return True
-    except FleetInputError:
-        return False
-
-
 def read_output(output_dir: str | Path, name: str, *, clusters: Iterable[str] | None = None,
                 filter: pds.Expression | None = None) -> pd.DataFrame:
     """One output (broker_metrics, topic_broker or cluster_scores) as a DataFrame with the documented columns."""

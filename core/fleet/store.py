@@ -113,6 +113,3 @@ def read_store(store: str | Path, *, clusters: Iterable[str] | None = None,
     return frames[0], frames[1]
 
 
-def store_clusters(store: str | Path) -> list[str]:
-    """The cluster names a fleet store holds (from its directory names; no file is opened)."""
-    return list(check_store(store, check_schemas=False).clusters)

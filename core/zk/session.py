@@ -594,6 +594,3 @@ def _kazoo_acl(acls: Sequence[zacl.Acl]) -> list[ACL]:
     return [ACL(a.perms, Id(a.scheme, a.id)) for a in acls]
 
 
-def open_session(connect: str, *, digest: str | None = None, tls: TlsOptions | None = None,
-                 connect_timeout: float = 10.0) -> ZkSession:
-    return ZkSession.open(ZkSettings(connect=connect, digest=digest, tls=tls, connect_timeout=connect_timeout))
