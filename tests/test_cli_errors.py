@@ -222,7 +222,7 @@ def test_a_good_store_still_opens_and_is_sqlite(tmp_path):
     s = Store(tmp_path / "deeper" / "keel.sqlite")
     assert s.actions() == []
     with sqlite3.connect(s.path) as db:
-        assert {r[0] for r in db.execute("SELECT name FROM sqlite_master")} >= {"actions", "plans"}
+        assert {r[0] for r in db.execute("SELECT name FROM sqlite_master")} >= {"actions"}
 
 
 # --- TLS files are checked up front, naming the file ---------------------------------------------------------------

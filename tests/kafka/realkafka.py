@@ -456,6 +456,13 @@ def keel_zk_ok(kafka: RealKafka, *argv: str) -> str:
     return out
 
 
+def started_action(out: str) -> int:
+    """The action id a write command printed on its 'Successfully started ... (action N)' line."""
+    found = re.search(r"^Successfully started .*\(action (\d+)\)", out, re.M)
+    assert found, f"no 'Successfully started ... (action N)' line in:\n{out}"
+    return int(found.group(1))
+
+
 def produce(kafka: RealKafka, topic: str, sizes: dict[int, int], *, chunk: int = 100_000) -> None:
     """Write about `sizes[p]` bytes of incompressible data to each partition p (acks=all: on every ISR replica)."""
     import os

@@ -51,6 +51,7 @@ from core.store import Store
 from tests.kafka.realkafka import (
     THROTTLE_KEYS,
     RealKafka,
+    started_action,
     broker_rates_shown,
     config_znodes,
     create_topic,
@@ -171,7 +172,7 @@ def test_throttled_reassignment_of_real_data_followed_verified_and_rolled_back(h
     _quiet_quota()
     out = keel_zk_ok(healthy, "execute", "--reassignment-json-file", plan_file, "--throttle", str(THROTTLE))
     started = time.monotonic()
-    action = int(out.split("(action ")[1].split(";")[0])
+    action = started_action(out)
     plan = parse_reassignment(open(plan_file).read())
 
     # While it runs: the brokers report the throttles Kafka's tool would set; Keel's progress follows the controller.

@@ -18,6 +18,7 @@ import pytest
 from core import zkformat as zf
 from tests.kafka.realkafka import (
     RealKafka,
+    started_action,
     broker_rates_shown,
     config_znodes,
     create_topic,
@@ -77,7 +78,7 @@ def test_rollback_without_throttle_runs_at_the_rate_the_reassignment_ran_with(he
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": p, "replicas": r} for p, r in TARGET.items()]}))
     out = keel_zk_ok(kafka, "execute", "--reassignment-json-file", str(plan), "--throttle", str(RATE))
-    executed = int(out.split("(action ")[1].split(";")[0])
+    executed = started_action(out)
     _verified(kafka, str(plan), topic, TARGET)
 
     # the rollback, no --throttle: the reassignment's rate, said so
@@ -89,14 +90,14 @@ def test_rollback_without_throttle_runs_at_the_rate_the_reassignment_ran_with(he
     back.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": p, "replicas": r} for p, r in ORIGINAL.items()]}))
     _verified(kafka, str(back), topic, ORIGINAL)
-    rolled = int(out.split("(action ")[1].split(")")[0])
+    rolled = started_action(out)
 
     # rolling the rollback back at a rate given
     out = keel_zk_ok(kafka, "rollback", "--action", str(rolled), "--throttle", "4500000")
     assert f"Rollback throttled at 4,500,000 B/s (action #{rolled} ran at 3,000,000 B/s)" in out
     eventually(lambda: _throttled_at(kafka, topic, 4_500_000, FORTH))
     _verified(kafka, str(plan), topic, TARGET)
-    again = int(out.split("(action ")[1].split(")")[0])
+    again = started_action(out)
 
     # and unthrottled when told
     out = keel_zk_ok(kafka, "rollback", "--action", str(again), "--no-throttle")
