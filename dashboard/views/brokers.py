@@ -46,7 +46,7 @@ def _style(df: pd.DataFrame):
     return df.style.apply(row, axis=1).format({"Imbalance %": lambda v: f"{v:.1f}%"})
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-brokers")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)

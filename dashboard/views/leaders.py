@@ -200,7 +200,7 @@ def last_election(snap: ClusterSnapshot) -> None:
                      column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small")})
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-leaders")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)

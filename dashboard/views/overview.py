@@ -50,7 +50,7 @@ def _metric_help(n: int, what: str) -> str:
     return f"{n:,} partition{'s' if n != 1 else ''} {what}"
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-overview")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)

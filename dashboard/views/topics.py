@@ -144,7 +144,7 @@ def _pick_topic(names: list[str]) -> None:
         st.session_state["topic"] = names[rows[0]]
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-topics")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     table = conn.derived("topics.table", snap, topic_table)
