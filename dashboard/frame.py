@@ -303,7 +303,7 @@ def _on_tick(conn: Connection) -> None:
         return
     stamp = conn.view_stamp()
     if stamp == st.session_state.get(DRAWN):
-        return
+        return  # only the ticker reruns: one small message (a keyed rerun of an empty fragment would cost two runs)
     st.session_state[DRAWN] = stamp
     keys = st.session_state.get(LIVE) or []
     if keys:

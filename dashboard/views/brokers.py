@@ -90,9 +90,8 @@ def live() -> None:
     ui.broker_links([b.broker_id for b in summary.brokers], alive=snap.alive_broker_ids)
 
     loads = summary.brokers
-    st.plotly_chart(
-        charts.imbalance_chart([b.broker_id for b in loads], [b.imbalance_ratio for b in loads],
-                               [b.alive for b in loads], threshold),
+    st.plotly_chart(conn.derived("imbalance_chart", snap, lambda s: charts.imbalance_chart(
+        [b.broker_id for b in loads], [b.imbalance_ratio for b in loads], [b.alive for b in loads], threshold)),
         key="imbalance_chart", config={"displayModeBar": False})
 
     if summary.racks or summary.brokers_without_rack:

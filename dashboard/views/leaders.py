@@ -229,9 +229,9 @@ def live() -> None:
                 icon=":material/hourglass_top:")
 
     loads = summary.brokers
-    st.plotly_chart(charts.imbalance_chart([b.broker_id for b in loads], [b.imbalance_ratio for b in loads],
-                                           [b.alive for b in loads], threshold),
-                    key="ld_imbalance_chart", config={"displayModeBar": False})
+    st.plotly_chart(conn.derived("imbalance_chart", snap, lambda s: charts.imbalance_chart(
+        [b.broker_id for b in loads], [b.imbalance_ratio for b in loads], [b.alive for b in loads], threshold)),
+        key="ld_imbalance_chart", config={"displayModeBar": False})
 
     # --- the partitions off their preferred leader --------------------------------------------------
     st.subheader("Partitions off their preferred leader", anchor=False)
