@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from core.sandbox import zkserver
 from core.sandbox.seed import SandboxSpec
 from tests.browser import CHROMEDRIVER, CHROMIUM, DashboardDidNotStart, chromium, serve_dashboard
 from tests.sandbox_helpers import running_sandbox, wait_until
@@ -21,10 +22,15 @@ from tests.sandbox_helpers import running_sandbox, wait_until
 pytest.importorskip("selenium")
 
 SPEC = SandboxSpec(brokers=5, racks=3, topics=6, seed=3)
+WIDE = SandboxSpec(brokers=30, racks=3, topics=1000, partitions=100, seed=11)  # issue 24's 1,000 x 100 shape
+TOPICS_DRAWN = ("[...document.querySelectorAll('h1')].some(h => h.innerText.trim() === 'Topics') && "
+                "document.querySelector('[data-testid=stDataFrame] canvas') && "
+                "[...document.querySelectorAll('p')].some(p => / of [0-9,]+ topics/.test(p.innerText))")
 BROKER_TABLE = 'table[aria-label="Brokers of the cluster"]'
 OVERVIEW_DRAWN = (f"document.querySelector('{BROKER_TABLE}') && "
                   "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
 IDLE_SECONDS = 10.0
+IDLE_SESSIONS = 5  # beside the Topics page of the 1,000 x 100 cluster: the issue saw the server saturate at six
 
 # Counts the app's WebSocket traffic and the tab's visibility changes, from before the app's own scripts run.
 WS_SPY = """
@@ -57,15 +63,19 @@ def sandbox(zk_connect):
         yield sb
 
 
-@pytest.fixture
-def app_url(sandbox, zk_connect, tmp_path):
+def serve(zk_connect: str, tmp_path):
     config = tmp_path / "keel.toml"
     config.write_text(f'[keel]\nrole = "viewer"\nread_only = true\n\n[clusters.e2e]\nzk = "{zk_connect}"\n')
     try:
-        with serve_dashboard(config, tmp_path) as url:
-            yield url
+        return serve_dashboard(config, tmp_path)
     except DashboardDidNotStart as e:
         pytest.fail(str(e))
+
+
+@pytest.fixture
+def app_url(sandbox, zk_connect, tmp_path):
+    with serve(zk_connect, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture
@@ -144,3 +154,29 @@ def test_a_hidden_tab_asks_for_nothing_and_catches_up_when_shown(app_url, browse
     assert back_at - hidden_at > 8_000
     sent, received, _ = traffic(browser, hidden_at + 500, back_at)  # half a second for a request under way
     assert sent == 0, f"the hidden tab sent {sent} message(s) in {(back_at - hidden_at) / 1000:.1f} s"
+
+
+def test_topics_opens_within_seconds_on_1000_topics_of_100_partitions_beside_idle_sessions(tmp_path, browser):
+    """Issue 24, item 2: the Topics page of a 1,000 x 100 cluster took 28 s to open. Each idle session's live
+    fragments reran every 2 s, each run followed by a full garbage collection of the 100,000-partition snapshot
+    (0.3 s of the interpreter lock): a few open sessions kept the server busy and a new page waited its turn (35 s
+    beside five idle Overview sessions on the code before the fix, 2.4 s after, on a loaded machine; the bound is
+    loose for a loaded 2-core machine, bench/sessions.py and bench/pages.py measure the 3 s target). A ZooKeeper
+    of the test's own: thrown away whole, not 200,000 znodes deleted one by one."""
+    with zkserver.start(zkserver.free_port(), tmp_path / "zk") as server, \
+            running_sandbox(server.connect, WIDE) as sb:
+        assert sb.emulator.wait_idle(120)
+        with serve(server.connect, tmp_path) as url:
+            browser.get(url)
+            wait_js(browser, OVERVIEW_DRAWN, timeout=300, message="the first load of 100,000 partitions")
+            for _ in range(IDLE_SESSIONS - 1):  # idle sessions on the Overview, each in its own (visible) window
+                browser.switch_to.new_window("window")
+                browser.get(url)
+                wait_js(browser, OVERVIEW_DRAWN, timeout=120, message="an Overview beside the others")
+            time.sleep(4)
+            browser.switch_to.new_window("window")
+            started = time.perf_counter()
+            browser.get(f"{url}/topics")
+            wait_js(browser, TOPICS_DRAWN, timeout=120, message="the Topics page")
+            seconds = time.perf_counter() - started
+    assert seconds < 12, f"the Topics page took {seconds:.1f} s to draw beside {IDLE_SESSIONS} idle sessions"
