@@ -264,7 +264,8 @@ class Connection:
             if not cell.done:
                 cell.value = fn(snapshot)
                 cell.done = True
-                self.computed[name] += 1
+                with self._derived_lock:
+                    self.computed[name] += 1
             return cell.value
 
     def memo(self, name: str) -> dict:

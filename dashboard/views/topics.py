@@ -24,6 +24,7 @@ from dashboard import actions, charts, frame, ops_panels, ui
 from dashboard.text import md, md_text
 
 PAGE_SIZES = (25, 50, 100, 500)
+STYLED_TOPICS = 500  # a longer list is drawn without its Health colours: pandas' Styler costs ~0.5 ms a row
 TOPIC_COLUMNS = ["Topic", "Health", "Partitions", "RF", "Under-replicated", "Unavailable", "Under min ISR",
                  "At min ISR", "Off preferred", "Out-of-sync replicas", "min ISR", "Config overrides"]
 PARTITION_COLUMNS = ["Partition", "Leader", "Preferred", "Replicas", "ISR", "Out of sync", "Flags"]
@@ -165,7 +166,7 @@ def live() -> None:
         view = view[~view["Topic"].isin(["__consumer_offsets", "__transaction_state"])]
 
     st.caption(f"{len(view):,} of {len(table):,} topics · select a row to open the topic")
-    st.dataframe(_style_topics(view) if len(view) <= 2000 else view, hide_index=True, key="topic_list",
+    st.dataframe(_style_topics(view) if len(view) <= STYLED_TOPICS else view, hide_index=True, key="topic_list",
                  height=min(420, 38 + 35 * max(len(view), 1)), selection_mode="single-row",
                  on_select=partial(_pick_topic, view["Topic"].tolist()),
                  column_config={"Config overrides": st.column_config.TextColumn(width="large")})
