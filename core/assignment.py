@@ -18,6 +18,9 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from core.errors import AdminOperationError, InvalidPartitionsError, InvalidReplicationFactorError, ValidationError
 from core.model import Broker
+from core.numbers import quoted
+
+_MAX_BROKER_ID = 2 ** 31 - 1  # broker.id is a Java int
 
 BrokerLike = Broker | tuple[int, str | None]
 Assignment = dict[int, list[int]]
@@ -163,9 +166,9 @@ def parse_broker_list(text: str) -> list[tuple[int, str | None]]:
     for item in text.split(","):
         id_text, colon, rack = (part.strip() for part in item.partition(":"))
         if not id_text:
-            raise ValidationError(f"empty broker entry in {text!r}: {usage}")
-        if not (id_text.isascii() and id_text.isdigit()):
-            raise ValidationError(f"broker id {id_text!r} is not a non-negative integer: {usage}")
+            raise ValidationError(f"empty broker entry in {quoted(text)}: {usage}")
+        if not (id_text.isascii() and id_text.isdigit()) or len(id_text) > 10 or int(id_text) > _MAX_BROKER_ID:
+            raise ValidationError(f"broker id {quoted(id_text)} is not a non-negative integer of at most {_MAX_BROKER_ID}: {usage}")
         if colon and not rack:
             raise ValidationError(f"broker {int(id_text)} has an empty rack after ':': {usage}")
         broker = int(id_text)

@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 from core.assignment import RackAwareMode, assign_replicas, brokers_for_mode
 from core.errors import ValidationError
-from core.model import Broker
+from core.model import Broker, ClusterSnapshot
 
 # Kafka's published limits for a ZooKeeper-mode cluster (the figures quoted in Kafka's operations docs and KIP-500):
 # about 4,000 partition replicas per broker and 200,000 partitions per cluster.
@@ -293,5 +293,26 @@ def typical_replication_factor(replication_factors: Sequence[int], brokers: int)
     return max(1, min(rf, brokers))
 
 
-__all__ = ["PartitionAdvice", "advise_partitions", "BrokerShare", "RackSkew", "rack_skew",
-           "typical_replication_factor"]
+def skew_inputs(brokers: Sequence[tuple[int, str | None]], replication_factors: Sequence[int],
+                replication_factor: int | None = None) -> int:
+    """The replication factor a rack-skew question is asked at: the one given, else the most common among the
+    cluster's topics. ValidationError when there is no broker or the brokers cannot hold it (Kafka refuses such a
+    topic; the page and the CLI both say so rather than answer for another replication factor)."""
+    if not brokers:
+        raise ValidationError("no broker is registered: nothing to place on")
+    rf = replication_factor or typical_replication_factor(replication_factors, len(brokers))
+    if not 1 <= rf <= len(brokers):
+        raise ValidationError(f"replication factor {rf} must be between 1 and the {len(brokers)} live brokers")
+    return rf
+
+
+def cluster_rack_skew(snapshot: ClusterSnapshot, replication_factor: int | None = None,
+                      partitions: int | None = None) -> RackSkew | None:
+    """rack_skew over the live brokers of `snapshot` (Kafka places new replicas on live brokers only)."""
+    brokers = [(b.id, b.rack) for b in snapshot.brokers if b.alive]
+    rf = skew_inputs(brokers, [t.replication_factor for t in snapshot.topics], replication_factor)
+    return rack_skew(brokers, rf, partitions)
+
+
+__all__ = ["PartitionAdvice", "advise_partitions", "BrokerShare", "RackSkew", "cluster_rack_skew", "rack_skew",
+           "skew_inputs", "typical_replication_factor"]

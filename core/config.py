@@ -20,6 +20,7 @@
     # digest = "user:password"
     # tls = { ca = "ca.pem", cert = "client.pem", key = "client.key" }
     # connect_timeout = 5.0
+    # min_insync_replicas = 2                   # server.properties' value, assumed when the brokers cannot be read
 
 A cluster's digest credentials may instead come from the environment variable
 ``KEEL_ZK_DIGEST_<NAME>`` (the cluster name upper-cased, every non-alphanumeric character turned into
@@ -77,7 +78,8 @@ DEFAULT_CONFIG = REPO_ROOT / "keel.toml"
 
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _KEEL_KEYS = {"role", "read_only"}
-_CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout", "bootstrap", "command_config", "access"}
+_CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout", "bootstrap", "command_config", "access",
+                 "min_insync_replicas"}
 _TLS_KEYS = {"ca", "cert", "key", "key_password", "verify"}
 
 
@@ -117,6 +119,9 @@ class ClusterConfig:
     # command_config: Kafka's client properties file (SASL / TLS to the brokers), read when keel.toml is loaded.
     kafka_security: KafkaClientSecurity | None = field(default=None, repr=False)
     access: AccessRules | None = None  # [clusters.<name>.access]: overrides [access] role by role
+    # The brokers' static min.insync.replicas (server.properties), assumed where Keel cannot read it from the brokers
+    # (no bootstrap, or they do not answer); None: Kafka's default, 1 (core.broker_defaults).
+    min_insync_replicas: int | None = None
 
     @property
     def digest_user(self) -> str | None:
@@ -199,6 +204,8 @@ def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping
         raise ConfigError(source, None, f"not valid TOML: {e}") from None
     except RecursionError:  # tomllib is recursive: arrays nested thousands deep exhaust the stack
         raise ConfigError(source, None, "not a Keel config: values are nested too deeply") from None
+    except ValueError:  # int() of more than 4,300 digits (Python's limit; no number of keel.toml is that long)
+        raise ConfigError(source, None, "not a Keel config: a number in it has thousands of digits") from None
 
     keel = doc.get("keel", {})
     if not isinstance(keel, dict):
@@ -311,6 +318,13 @@ def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Pat
         except ValidationError as e:
             raise ConfigError(source, f"{key}.command_config", e.message, hint=e.hint) from None
 
+    min_isr = body.get("min_insync_replicas")  # issue 23: assumed where the brokers' own settings cannot be read
+    if min_isr is not None and (isinstance(min_isr, bool) or not isinstance(min_isr, int)
+                                or not 1 <= min_isr <= 2**31 - 1):
+        raise ConfigError(source, f"{key}.min_insync_replicas", f"must be a whole number of at least 1, got "
+                          f"{min_isr!r}", hint="the min.insync.replicas of the brokers' server.properties, e.g. "
+                          "min_insync_replicas = 2")
+
     try:
         access = parse_access(body.get("access"), f"{key}.access")
     except AccessSettingError as e:
@@ -318,7 +332,7 @@ def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Pat
 
     return ClusterConfig(name=name, zk=zk, description=description.strip(), digest=digest, tls=tls,
                          connect_timeout=float(timeout), bootstrap=bootstrap, kafka_security=security,
-                         access=access)
+                         access=access, min_insync_replicas=min_isr)
 
 
 def _tls(source, key: str, raw: Any, base_dir: Path | None) -> TlsConfig | None:

@@ -13,6 +13,12 @@ Where the definitions come from (Apache Kafka source):
   - unavailable:       ``!hasLeader || !liveBrokers.contains(leader)``;
   - under-min-ISR:     ``!hasLeader || isr.size < min.insync.replicas``;
   - at-min-ISR:        ``isr.size == min.insync.replicas`` (no leader check);
+  - min.insync.replicas: TopicCommand takes the topic's config as one broker describes it; the value that counts
+    is the partition's leader's (it refuses acks=all writes), so Keel takes the topic override, else the leader's
+    own value: its dynamic config, the dynamic cluster default, its server.properties, Kafka's default
+    (core.broker_defaults; `defaults` carries what the brokers said, or what is assumed without them). Brokers
+    of Kafka 3.7+ cap it at the partition's replica count (Partition.effectiveMinIsr, KAFKA-15583; TopicCommand
+    does not): Keel does too when `defaults` says the brokers are 3.7+;
   - the report flags select a partition when *any* selected predicate holds (`shouldPrintTopicPartition`).
 
   We follow the `--bootstrap-server` path, which is the one Kafka supports in 2.x/3.x. There the
@@ -33,6 +39,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from core.broker_defaults import BrokerDefaults, MinIsrBasis, MinIsrRule, min_isr_basis, positive_int
 from core.errors import ValidationError
 from core.model import NO_LEADER, ClusterSnapshot, Partition, Topic
 
@@ -46,25 +53,12 @@ CLUSTER_DEFAULT_ENTITY = "<default>"
 # --- configuration values --------------------------------------------------------------------
 
 
-def _positive_int(value: object) -> int | None:
-    """`value` as Kafka would parse a min.insync.replicas string (an int >= 1), else None."""
-    if value is None:
-        return None
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        return None
-    return n if n >= 1 else None
+_positive_int = positive_int
 
 
 def cluster_min_isr_default(snapshot: ClusterSnapshot) -> int:
-    """The cluster-wide dynamic `min.insync.replicas` (``/config/brokers/<default>``), else 1.
-
-    Kafka's describe reads the topic's *effective* config from a broker: the topic override, then
-    that broker's dynamic config, then its server.properties, then 1. Only the dynamic cluster
-    default is visible in ZooKeeper in a way that applies to every broker, so that is the fallback
-    used here; static server.properties values cannot be seen from ZooKeeper.
-    """
+    """The cluster-wide dynamic `min.insync.replicas` (``/config/brokers/<default>``), else 1: only the
+    ZooKeeper layer. The health functions below resolve per broker (`MinIsrRule`), static settings included."""
     value = snapshot.broker_configs.get(CLUSTER_DEFAULT_ENTITY, {}).get(MIN_ISR_KEY)
     return _positive_int(value) or MIN_ISR_DEFAULT
 
@@ -180,19 +174,25 @@ class PartitionHealth:
         return not (self.under_replicated or self.unavailable or self.under_min_isr)
 
 
-def iter_partition_health(snapshot: ClusterSnapshot) -> Iterator[PartitionHealth]:
-    """`PartitionHealth` rows one at a time (the predicates above, inlined for speed)."""
+def iter_partition_health(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None
+                          ) -> Iterator[PartitionHealth]:
+    """`PartitionHealth` rows one at a time (the predicates above, inlined for speed). `defaults`: the brokers'
+    own settings (None: unknown, Kafka's 1 assumed where ZooKeeper sets nothing)."""
     alive = snapshot.alive_broker_ids
-    default = cluster_min_isr_default(snapshot)
+    rule = MinIsrRule(snapshot, defaults)
+    capped = rule.capped
     row = PartitionHealth
     for t in snapshot.topics:
-        mi = min_isr(t, default)
+        fixed = rule.fixed(t)
         name = t.name
         for p in t.partitions:
             replicas = p.replicas
             isr = p.isr
             leader = p.leader
             has_state = p.has_state
+            mi = fixed if fixed is not None else rule.leader(leader, replicas)
+            if capped and mi > len(replicas) > 0:
+                mi = len(replicas)
             live_leader = leader != NO_LEADER and leader in alive
             n_isr = len(isr)
             if isr == replicas:
@@ -214,14 +214,25 @@ def iter_partition_health(snapshot: ClusterSnapshot) -> Iterator[PartitionHealth
                       reassigning)
 
 
-def partition_health(snapshot: ClusterSnapshot) -> list[PartitionHealth]:
+def partition_health(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> list[PartitionHealth]:
     """One row per partition, in snapshot order (topics by name, partitions by number)."""
-    return list(iter_partition_health(snapshot))
+    return list(iter_partition_health(snapshot, defaults))
 
 
 def replica_verification(snapshot: ClusterSnapshot) -> list[PartitionHealth]:
     """Partitions whose ISR set differs from their assigned replica set."""
     return [h for h in iter_partition_health(snapshot) if h.isr_differs]
+
+
+def min_isr_rule(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> MinIsrRule:
+    """min.insync.replicas per partition (its leader's), for callers that check partitions one by one."""
+    return MinIsrRule(snapshot, defaults)
+
+
+def min_isr_note(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> MinIsrBasis:
+    """What topics without an override are checked against, per live broker, in words (pages, `describe`)."""
+    return min_isr_basis(defaults if defaults is not None else BrokerDefaults(), snapshot.broker_configs,
+                         snapshot.alive_broker_ids or {b.id for b in snapshot.brokers})
 
 
 # --- kafka-topics --describe filters ---------------------------------------------------------
@@ -257,7 +268,7 @@ def matching_topics(snapshot: ClusterSnapshot, topic_regex: str | None = None, *
 def filter_partitions(snapshot: ClusterSnapshot, *, topic_regex: str | None = None,
                       under_replicated: bool = False, unavailable: bool = False,
                       under_min_isr: bool = False, at_min_isr: bool = False,
-                      exclude_internal: bool = False) -> ClusterSnapshot:
+                      exclude_internal: bool = False, defaults: BrokerDefaults | None = None) -> ClusterSnapshot:
     """The snapshot narrowed the way `kafka-topics --describe` narrows its output.
 
     `topic_regex` is `--topic` (a regex over the whole name, see `compile_topic_regex`); the flags
@@ -273,12 +284,13 @@ def filter_partitions(snapshot: ClusterSnapshot, *, topic_regex: str | None = No
 
     Raises ValidationError for an invalid regex. No match is not an error here (Kafka's
     "Topic '<t>' does not exist as expected" is for the CLI to raise, see `matching_topics`).
+    `defaults`: the brokers' own settings, for the two min-ISR flags (see `MinIsrRule`).
     """
     wanted = set(matching_topics(snapshot, topic_regex, exclude_internal=exclude_internal)) \
         if (topic_regex is not None or exclude_internal) else None
     alive = snapshot.alive_broker_ids
-    default = cluster_min_isr_default(snapshot)
-    mins = {t.name: min_isr(t, default) for t in snapshot.topics}
+    rule = MinIsrRule(snapshot, defaults)
+    fixed = {t.name: rule.fixed(t) for t in snapshot.topics}
     any_flag = under_replicated or unavailable or under_min_isr or at_min_isr
 
     def keep(p: Partition) -> bool:
@@ -287,7 +299,11 @@ def filter_partitions(snapshot: ClusterSnapshot, *, topic_regex: str | None = No
         if not any_flag:
             return True
         n_isr = len(p.isr)
-        mi = mins.get(p.topic, default)
+        mi = fixed.get(p.topic)
+        if mi is None:
+            mi = rule.leader(p.leader, p.replicas)
+        if rule.capped and mi > len(p.replicas) > 0:
+            mi = len(p.replicas)
         live_leader = p.leader != NO_LEADER and p.leader in alive
         return ((under_replicated and n_isr < replication_factor(p))
                 or (unavailable and not live_leader)
@@ -357,13 +373,15 @@ class ClusterSummary:
     brokers: tuple[BrokerLoad, ...]
     controller_id: int | None
     problems: int
+    min_isr_basis: MinIsrBasis | None = None  # what topics without an override were checked against, and why
 
 
-def _scan(snapshot: ClusterSnapshot, threshold: int) -> ClusterSummary:
+def _scan(snapshot: ClusterSnapshot, threshold: int, defaults: BrokerDefaults | None = None) -> ClusterSummary:
     """Everything in one pass over the partitions; no per-partition objects are built."""
     alive = snapshot.alive_broker_ids
     deleting = frozenset(snapshot.in_progress.deletion)
-    default = cluster_min_isr_default(snapshot)
+    rule = MinIsrRule(snapshot, defaults)
+    capped = rule.capped
 
     replica_count: dict[int, int] = {}
     leader_count: dict[int, int] = {}
@@ -378,14 +396,17 @@ def _scan(snapshot: ClusterSnapshot, threshold: int) -> ClusterSummary:
     pri = reassigning = 0
 
     for t in snapshot.topics:
-        mi = min_isr(t, default)
+        fixed = rule.fixed(t)
         counted = t.name not in deleting  # the controller skips topics queued for deletion
         for p in t.partitions:
             replicas = p.replicas
             isr = p.isr
             leader = p.leader
             has_state = p.has_state
+            mi = fixed if fixed is not None else rule.leader(leader, replicas)
             n_rep = len(replicas)
+            if capped and mi > n_rep > 0:
+                mi = n_rep
             n_isr = len(isr)
             n_partitions += 1
             n_replicas += n_rep
@@ -484,16 +505,20 @@ def _scan(snapshot: ClusterSnapshot, threshold: int) -> ClusterSummary:
         brokers=tuple(loads),
         controller_id=ctrl.broker_id if ctrl is not None else None,
         problems=len(snapshot.problems),
+        min_isr_basis=min_isr_note(snapshot, defaults),
     )
 
 
-def summarize(snapshot: ClusterSnapshot, *, threshold_percent: int | None = None) -> ClusterSummary:
+def summarize(snapshot: ClusterSnapshot, *, threshold_percent: int | None = None,
+              defaults: BrokerDefaults | None = None) -> ClusterSummary:
     """Counts for the whole cluster, plus the per-broker rows (`ClusterSummary.brokers`).
 
     `threshold_percent` overrides `leader.imbalance.per.broker.percentage` (see
-    `leader_imbalance_threshold`). One pass over the partitions.
+    `leader_imbalance_threshold`). `defaults`: the brokers' own settings, for the min-ISR counts (None: unknown,
+    Kafka's 1 assumed where ZooKeeper sets nothing; `ClusterSummary.min_isr_basis` says so). One pass over the
+    partitions.
     """
-    return _scan(snapshot, leader_imbalance_threshold(snapshot, threshold_percent))
+    return _scan(snapshot, leader_imbalance_threshold(snapshot, threshold_percent), defaults)
 
 
 def broker_loads(snapshot: ClusterSnapshot, *, threshold_percent: int | None = None) -> list[BrokerLoad]:

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from core.balance.sizes import MAX_LOG_DIRS_BYTES, load_log_dirs_document  # noqa: F401  (re-exported)
 from core.errors import PlanError
+from core.numbers import json_int
 
 ANY = "any"  # Kafka's "no preference" log dir
 
@@ -288,20 +289,24 @@ class DirRequest:
     current: str | None  # where it is now
 
 
+def load_plan(text: str | bytes | Mapping) -> Mapping | object:
+    """A plan's JSON document (a Mapping given is returned as is); PlanError when it is not JSON."""
+    if isinstance(text, Mapping):
+        return text
+    try:
+        return json.loads(text, parse_int=json_int)
+    except ValueError as e:
+        raise PlanError(f"the plan is not valid JSON: {e}") from None
+    except RecursionError:
+        raise PlanError("the plan is nested too deeply to be a reassignment JSON") from None
+
+
 def parse_dir_plan(text: str | bytes | Mapping, replicas: Mapping[tuple[str, int], tuple[int, ...]],
                    view: JbodView) -> tuple[list[DirRequest], list[str]]:
     """The intra-broker moves of a reassignment JSON with `log_dirs`, checked against the current assignment and the
     brokers' directories: (requests, notes about entries with nothing to do). PlanError for anything Kafka's tool
     or the brokers would refuse, and for broker changes (run those with `python -m core execute` first)."""
-    if isinstance(text, Mapping):
-        doc = text
-    else:
-        try:
-            doc = json.loads(text)
-        except ValueError as e:
-            raise PlanError(f"the plan is not valid JSON: {e}") from None
-        except RecursionError:
-            raise PlanError("the plan is nested too deeply to be a reassignment JSON") from None
+    doc = load_plan(text)
     entries = doc.get("partitions") if isinstance(doc, Mapping) else None
     if not isinstance(entries, list):
         raise PlanError('a reassignment JSON is {"version":1,"partitions":[{"topic":..,"partition":..,"replicas":[..],'

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any, Iterable, Iterator, Mapping
 
 from core.errors import SnapshotFormatError
+from core.numbers import json_int
 
 SNAPSHOT_FORMAT = "keel.snapshot/1"
 NO_LEADER = -1
@@ -30,6 +31,10 @@ class Broker:
     port: int | None = None
     endpoints: tuple[str, ...] = ()
     alive: bool = True
+    # A down broker's rack, host and endpoints as its last registration said, while a live connection watched it
+    # (core.zk.tree): remembered, not current. False for what /brokers/ids holds now, and for a down broker whose
+    # registration was never seen (rack and endpoints unknown).
+    remembered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +187,7 @@ class ClusterSnapshot:
                if self.controller.kraft_controller_epoch is not None else {}),
             "brokers": [
                 {"id": b.id, "rack": b.rack, "host": b.host, "port": b.port,
-                 "endpoints": list(b.endpoints), "alive": b.alive}
+                 "endpoints": list(b.endpoints), "alive": b.alive} | ({"remembered": True} if b.remembered else {})
                 for b in sorted(self.brokers, key=lambda b: b.id)
             ],
             "broker_configs": {k: dict(v) for k, v in sorted(self.broker_configs.items())},
@@ -213,7 +218,7 @@ class ClusterSnapshot:
             raise SnapshotFormatError(f"snapshot is {len(text):,} bytes; the limit is {MAX_SNAPSHOT_BYTES // 2**20} MiB "
                                       "(~2 million partitions)")
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, parse_int=json_int)
         except ValueError as e:
             raise SnapshotFormatError(f"snapshot is not valid JSON: {e}") from None
         except RecursionError:
@@ -260,6 +265,13 @@ class ClusterSnapshot:
             raise SnapshotFormatError(f"malformed snapshot: {type(e).__name__}: {e}") from None
 
     # --- derived snapshots -------------------------------------------------------------------
+
+    def as_read(self) -> "ClusterSnapshot":
+        """What a fresh read of ZooKeeper gives: the same snapshot without what a live view remembers of down
+        brokers (their last registration: rack, host, endpoints)."""
+        if not any(b.remembered for b in self.brokers):
+            return self
+        return replace(self, brokers=tuple(Broker(b.id, alive=False) if b.remembered else b for b in self.brokers))
 
     def filtered(self, keep: "callable[[Partition], bool]") -> "ClusterSnapshot":
         """The same snapshot holding only the partitions `keep` accepts (topics left empty are dropped)."""
@@ -392,9 +404,12 @@ def _broker_from(b: Any, i: int) -> Broker:
     alive = b.get("alive", True)
     if type(alive) is not bool:
         raise _bad(where, f"'alive' must be true or false, got {_show(alive)}")
+    remembered = b.get("remembered", False)
+    if type(remembered) is not bool or (remembered and alive):
+        raise _bad(where, f"'remembered' must be true only for a broker that is not alive, got {_show(remembered)}")
     endpoints = _strings(b, "endpoints", where) if b.get("endpoints") is not None else []
     return Broker(id=broker_id, rack=_opt(b, "rack", str, where), host=_opt(b, "host", str, where),
-                  port=_opt(b, "port", int, where), endpoints=tuple(endpoints), alive=alive)
+                  port=_opt(b, "port", int, where), endpoints=tuple(endpoints), alive=alive, remembered=remembered)
 
 
 def _moving_from(r: Any, where: str) -> TopicPartitionReplicas:

@@ -57,6 +57,17 @@ def bounds_text(minimum: int | float | None, maximum: int | float | None) -> str
     return ""
 
 
+def quoted(text: str, limit: int = _SHOWN) -> str:
+    """`text` quoted in a message: whole when short, else its start and its length (a 5,000-digit number or a
+    megabyte of config echoed back is not a message a person can read)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
+def clip(text: str, limit: int = 60) -> str:
+    """`text` unquoted (where Kafka's message shows a value bare): whole when short, else its start and length."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def _shown(text: str) -> str:
     return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
 
@@ -111,3 +122,14 @@ def parse_float(text: str | None, field: str, *, minimum: float | None = None, m
                                 hint="too large")
     _check(value, field, "number", minimum, maximum, text)
     return value
+
+
+def json_int(text: str) -> int | float:
+    """json.loads' `parse_int` for documents people hand in (plans, election lists, log-dirs output, snapshots).
+    Python's int() refuses more than 4,300 digits (a ValueError about sys.set_int_max_str_digits that made the whole
+    document "not valid JSON"); such a number is read as a float (inf) instead, so the field's own check refuses it
+    and names the field ('"partition" must be an integer ..., got Infinity')."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from core.errors import PlanError
 from core.model import ClusterSnapshot
+from core.numbers import json_int
 
 # A plan is typed or uploaded by a person; a document this large is a mistake (or an attack on the dashboard).
 # Every partition of a 200,000-partition cluster (ZooKeeper-mode Kafka's practical ceiling) moved at replication
@@ -194,7 +195,7 @@ def parse_election(text: str | bytes) -> tuple[TopicPartition, ...]:
     """The partitions of an election document, sorted (Kafka reads them into a set)."""
     text = _decode(text, "preferred replica election")
     try:  # Kafka's Json.parseFull yields None for anything unparsable, reported as "empty"
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=json_int)
     except ValueError as e:
         raise PlanError("Preferred replica election data is empty", hint=f"not valid JSON: {e}") from None
     except RecursionError:
@@ -253,7 +254,7 @@ def _load(text: str | bytes, what: str) -> dict[str, Any]:
     if not text.strip():
         raise PlanError(f"{what} data is empty")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=json_int)
     except ValueError as e:
         raise PlanError(f"The input string is not a valid JSON: {e}") from None
     except RecursionError:

@@ -8,7 +8,9 @@ first replica, in assignment order, that is alive, in the ISR and not B; B leave
 * takes a partition OFFLINE when B is its only live in-sync replica (no other replica can lead: it stays without a
   leader until B is back, unless an unclean election loses data) - replication factor 1 included;
 * puts a partition UNDER MIN ISR when its ISR without B is smaller than `min.insync.replicas` (producers with
-  acks=all are refused until B has caught up again);
+  acks=all are refused until B has caught up again) - the topic's override, else the value of the partition's
+  leader once B is stopped (each broker applies its own: core.broker_defaults; `defaults` says what the brokers
+  said of their server.properties, or what is assumed without them);
 * MOVES the leaderships of B to the brokers named above (they do not come back by themselves when
   `auto.leader.rebalance.enable` is false: run a preferred-leader election at the end).
 
@@ -24,8 +26,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from core.broker_defaults import FROM_CLI, BrokerDefaults, MinIsrRule
 from core.errors import ValidationError
-from core.health import cluster_min_isr_default, min_isr
 from core.model import NO_LEADER, ClusterSnapshot, Partition
 
 
@@ -133,11 +135,24 @@ def require_broker(snapshot: ClusterSnapshot, broker: int) -> None:
                               hint="a broker id from /brokers/ids or from a partition's replicas")
 
 
-def _check(snapshot: ClusterSnapshot, parts: list[tuple[Partition, int]], broker: int, alive: frozenset[int],
-           ignore_under_replicated: bool) -> StopCheck:
+def only_in_sync_on(p: Partition, broker: int, alive: frozenset[int] | set[int]) -> bool:
+    """`broker` is the only live in-sync replica of `p`, which is available now: stopping it takes `p` offline
+    (an ISR member that is down cannot lead). The Broker page's "Only in-sync" and check_stop's offline list."""
+    live_leader = p.leader != NO_LEADER and p.leader in alive
+    return live_leader and broker in p.isr and not any(r != broker and r in alive for r in p.isr)
+
+
+def only_in_sync(snapshot: ClusterSnapshot, broker: int) -> list[Partition]:
+    """The partitions `broker` is the only live in-sync replica of (see only_in_sync_on)."""
+    alive = snapshot.alive_broker_ids
+    return [p for p in snapshot.partitions() if broker in p.isr and only_in_sync_on(p, broker, alive)]
+
+
+def _check(snapshot: ClusterSnapshot, parts: list[tuple[Partition, int | None]], rule: MinIsrRule, broker: int,
+           alive: frozenset[int], ignore_under_replicated: bool) -> StopCheck:
     offline, under, moves, urp, unavailable = [], [], [], [], []
     others = alive - {broker}
-    for p, mi in parts:
+    for p, fixed in parts:
         live_leader = p.leader != NO_LEADER and p.leader in alive
         if not live_leader:
             unavailable.append((p.topic, p.partition))
@@ -146,13 +161,18 @@ def _check(snapshot: ClusterSnapshot, parts: list[tuple[Partition, int]], broker
         if broker not in p.replicas or not live_leader:
             continue
         isr_left = [r for r in p.isr if r in others]
+        new = next((r for r in p.replicas if r != broker and r in others and r in p.isr), None) \
+            if p.leader == broker else p.leader
+        # the leader once `broker` is stopped enforces its own min.insync.replicas
+        mi = fixed if fixed is not None else rule.leader(new if new is not None else NO_LEADER, p.replicas)
+        if rule.capped:  # Kafka 3.7+: at most the replica count
+            mi = min(mi, len(p.replicas))
         risk = AtRisk(p.topic, p.partition, p.replicas, p.isr, p.leader, mi)
-        if broker in p.isr and not isr_left:
+        if only_in_sync_on(p, broker, alive):
             offline.append(risk)
         elif broker in p.isr and len(isr_left) < mi:
             under.append(risk)
         if p.leader == broker:
-            new = next((r for r in p.replicas if r != broker and r in others and r in p.isr), None)
             moves.append(LeaderMove(p.topic, p.partition, new))
     b = snapshot.broker_by_id.get(broker)
     ctrl = snapshot.controller.broker_id if snapshot.controller else None
@@ -160,23 +180,31 @@ def _check(snapshot: ClusterSnapshot, parts: list[tuple[Partition, int]], broker
                      tuple(moves), tuple(urp), tuple(unavailable), ignore_under_replicated)
 
 
-def _partitions(snapshot: ClusterSnapshot, min_isr_default: int | None) -> list[tuple[Partition, int]]:
-    default = min_isr_default if min_isr_default is not None else cluster_min_isr_default(snapshot)
-    return [(p, min_isr(t, default)) for t in snapshot.topics for p in t.partitions]
+def _partitions(snapshot: ClusterSnapshot, min_isr_default: int | None, defaults: BrokerDefaults | None
+                ) -> tuple[list[tuple[Partition, int | None]], MinIsrRule]:
+    """Every partition with its topic's fixed min.insync.replicas (override, or one value on every broker; None:
+    its leader's), and the rule for the rest. `min_isr_default` is assumed where server.properties is unknown."""
+    defaults = defaults if defaults is not None else BrokerDefaults()
+    if min_isr_default is not None:
+        defaults = defaults.assuming(min_isr_default, FROM_CLI)
+    rule = MinIsrRule(snapshot, defaults)
+    return [(p, rule.fixed(t)) for t in snapshot.topics for p in t.partitions], rule
 
 
 def check_stop(snapshot: ClusterSnapshot, broker: int, *, min_isr_default: int | None = None,
-               ignore_under_replicated: bool = False) -> StopCheck:
-    """Is it safe to stop `broker` now? `min_isr_default`: the brokers' static min.insync.replicas (ZooKeeper
-    shows only topic overrides and the dynamic cluster default; default: that, else 1)."""
+               ignore_under_replicated: bool = False, defaults: BrokerDefaults | None = None) -> StopCheck:
+    """Is it safe to stop `broker` now? `defaults`: the brokers' own settings (core.kafka.broker_configs);
+    `min_isr_default`: the brokers' static min.insync.replicas where they are unknown (ZooKeeper shows only topic
+    overrides and dynamic configs, which win over it; default: 1)."""
     require_broker(snapshot, broker)
-    return _check(snapshot, _partitions(snapshot, min_isr_default), broker, snapshot.alive_broker_ids,
-                  ignore_under_replicated)
+    parts, rule = _partitions(snapshot, min_isr_default, defaults)
+    return _check(snapshot, parts, rule, broker, snapshot.alive_broker_ids, ignore_under_replicated)
 
 
-def check_all(snapshot: ClusterSnapshot, *, min_isr_default: int | None = None) -> list[StopCheck]:
-    parts = _partitions(snapshot, min_isr_default)
-    return [_check(snapshot, parts, b, snapshot.alive_broker_ids, False) for b in known_brokers(snapshot)]
+def check_all(snapshot: ClusterSnapshot, *, min_isr_default: int | None = None,
+              defaults: BrokerDefaults | None = None) -> list[StopCheck]:
+    parts, rule = _partitions(snapshot, min_isr_default, defaults)
+    return [_check(snapshot, parts, rule, b, snapshot.alive_broker_ids, False) for b in known_brokers(snapshot)]
 
 
 # --- the whole cluster --------------------------------------------------------------------------------
@@ -221,12 +249,13 @@ class RestartPlan:
                 "notes": list(self.notes)}
 
 
-def restart_plan(snapshot: ClusterSnapshot, *, min_isr_default: int | None = None) -> RestartPlan:
+def restart_plan(snapshot: ClusterSnapshot, *, min_isr_default: int | None = None,
+                 defaults: BrokerDefaults | None = None) -> RestartPlan:
     """One broker at a time: the running brokers by rack then id, the controller last (one controller move instead
     of one per restart). Each step is checked on the cluster as it will be after the wait between brokers (every
     live replica back in the ISR) with the leaderships of the brokers restarted before already moved."""
     alive = snapshot.alive_broker_ids
-    parts = _partitions(snapshot, min_isr_default)
+    parts, rule = _partitions(snapshot, min_isr_default, defaults)
     ctrl = snapshot.controller.broker_id if snapshot.controller else None
     rack = {b.id: b.rack for b in snapshot.brokers}
     order = sorted((b for b in alive if b != ctrl), key=lambda b: (rack.get(b) or "", b))
@@ -242,7 +271,7 @@ def restart_plan(snapshot: ClusterSnapshot, *, min_isr_default: int | None = Non
     leaders_before = Counter(p.leader for p, _ in parts if p.leader in alive)
     steps = []
     for i, b in enumerate(order, 1):
-        check = _check(snapshot, state, b, alive, True)
+        check = _check(snapshot, state, rule, b, alive, True)
         steps.append(RestartStep(i, b, rack.get(b), b == ctrl, check))
         moved = {(m.topic, m.partition): m.to for m in check.leader_moves if m.to is not None}
         state = [(replace(p, leader=moved.get((p.topic, p.partition), p.leader)), mi) for p, mi in state]

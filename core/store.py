@@ -232,6 +232,8 @@ class Store:
         linked = _ROLLBACK_OF.get()
         if rollback_of is None and linked is not None and kind == "reassignment":
             kind, rollback_of = "rollback", linked
+            if summary.startswith("reassignment of "):  # History says what it is
+                summary = f"rollback of action #{linked}: " + summary.removeprefix("reassignment of ")
         with closing(self._connect()) as db, db:
             cur = db.execute(
                 "INSERT INTO actions (at, actor, cluster, kind, target, summary, payload, rollback, status, source,"

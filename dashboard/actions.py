@@ -300,6 +300,27 @@ def _blank(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v)) or (v is pd.NA)
 
 
+def exact_match_first(keys) -> list[str]:
+    """`keys` in alphabetical order, except that a key comes right before the first key containing it.
+
+    The data editor's key picker (a react-select) keeps the options whose text contains what was typed, in this
+    order, and Enter or Tab takes the first one shown: alphabetically, typing `retention.ms` then Enter picked
+    `delete.retention.ms` (issue 24). With every key before its superstrings, a key typed in full is always the
+    first match."""
+    order = sorted(set(keys))
+    for _ in range(len(order) ** 2):  # a key moves only in front of a longer one: this settles quickly
+        moved = False
+        for k in list(order):
+            i = order.index(k)
+            first = next((j for j, other in enumerate(order[:i]) if k in other), None)
+            if first is not None:
+                order.insert(first, order.pop(i))
+                moved = True
+        if not moved:
+            return order
+    raise AssertionError("exact_match_first did not settle")  # unreachable: containment is a strict order
+
+
 def config_editor(key: str, current: Mapping[str, str] | None = None, *, disabled: bool = False
                   ) -> tuple[dict[str, str], list[tuple[str, str]]]:
     """An editable key / value table of topic config overrides, starting from `current`.
@@ -308,13 +329,15 @@ def config_editor(key: str, current: Mapping[str, str] | None = None, *, disable
     for its key (the message names the key); values equal to `current` are not re-checked (the cluster
     accepted them). Keys come from Kafka's topic-config schema."""
     current = dict(current or {})
-    names = sorted(set(TOPIC_CONFIGS) | set(current))
+    names = exact_match_first(set(TOPIC_CONFIGS) | set(current))
     df = pd.DataFrame(sorted(current.items()), columns=CONFIG_COLUMNS, dtype="object")
     edited = st.data_editor(
         df, key=key, num_rows="dynamic", hide_index=True, disabled=disabled, width="stretch",
         column_config={
             "Key": st.column_config.SelectboxColumn("Key", options=names, required=True, width="medium",
-                                                    help="A topic-level config (Kafka's schema)"),
+                                                    help="A topic-level config (Kafka's schema). Type to filter; Enter or Tab "
+                                                         "takes the first match, and a key typed in full is "
+                                                         "always first"),
             "Value": st.column_config.TextColumn("Value", width="large",
                                                  help="As kafka-configs --add-config takes it; checked as you type"),
         })

@@ -1,8 +1,10 @@
 """Plotly figures shared by the pages. Pure functions of plain data: no streamlit, no ZooKeeper.
 
 Colours: one fixed, colour-blind-safe colour per rack, assigned by sorted rack name so that a rack
-keeps its colour on every page; brokers without a rack are grey. A broker that is down is drawn
-hatched, with a red outline and "(down)" in its axis label.
+keeps its colour on every page; brokers without a rack are grey. Pages give `rack_colors` the racks of every broker
+the snapshot knows, down ones included (their last registration seen: core.zk.tree), not only the alive ones: a
+broker going down then changes no rack's colour. A broker that is down is drawn hatched, with a red outline and
+"(down)" in its axis label.
 
 Rack and topic names are data from the cluster: they are escaped for plotly's HTML-like label markup (`esc`).
 """
@@ -43,7 +45,10 @@ def _layout(fig: go.Figure, title: str, y_title: str, height: int) -> go.Figure:
     fig.update_layout(
         title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
         height=height, margin=dict(l=10, r=10, t=45, b=10), bargap=0.25,
-        legend=dict(title_text="Rack", orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+        # the legend at the bottom of the figure (plotly grows the margin for it), not beside the title: in a narrow
+        # column the two overlapped
+        legend=dict(title_text="Rack", orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left",
+                    x=0),
         plot_bgcolor="rgba(0,0,0,0)", paper_bgcolor="rgba(0,0,0,0)",
         hoverlabel=dict(namelength=-1),
     )
@@ -64,7 +69,7 @@ def per_broker_bars(
     height: int = 320,
 ) -> go.Figure:
     """One bar per broker, coloured by rack (one legend entry per rack); down brokers in their own
-    legend entry, grey, hatched red (a dead broker's registration, and so its rack, is gone)."""
+    legend entry, grey, hatched red (a down broker's rack is the one it last registered with, if known)."""
     colors = colors or rack_colors(racks)
     labels = [broker_label(b, a) for b, a in zip(broker_ids, alive)]
     fig = go.Figure()
@@ -85,7 +90,8 @@ def per_broker_bars(
                 line=dict(color=DOWN_COLOR if down else "rgba(0,0,0,0)", width=2),
                 pattern=dict(shape="x" if down else "", fgcolor=DOWN_COLOR, size=6),
             ),
-            customdata=[[esc(racks[i] or NO_RACK)] for i in idx],
+            customdata=[[esc(f"{racks[i]} (last seen)" if racks[i] else "unknown") if down
+                         else esc(racks[i] or NO_RACK)] for i in idx],
             hovertemplate=(f"broker %{{x}}<br>{y_title}: %{{y:,}}<br>rack: %{{customdata[0]}}"
                            + ("<br><b>DOWN</b>" if down else "") + "<extra></extra>"),
         )
@@ -213,7 +219,10 @@ def _topic_broker_layout(fig: go.Figure, labels: list[str], topics: Sequence[str
     The rows are drawn in the traces' own order, top down (a reversed axis), never re-sorted by a category array:
     plotly.js places a heatmap's cell texts by the trace's row index, so a category order other than the trace's
     printed each row's numbers on its mirror row (issue 16) while colours and hover texts were right."""
-    fig.update_xaxes(type="category", categoryorder="trace", title_text="Broker", showgrid=False)
+    # dtick 1: every broker labelled (plotly skipped every other label of a narrow heatmap); a label longer than a
+    # cell is narrow ("2 (down)") stands upright, else neighbours ran into each other
+    fig.update_xaxes(type="category", categoryorder="trace", title_text="Broker", showgrid=False, dtick=1,
+                     automargin=True, tickangle=-90 if max(map(len, labels), default=0) > 4 else 0)
     fig.update_yaxes(type="category", categoryorder="trace", autorange="reversed", showgrid=False, automargin=True)
     height = max(260, min(900, 110 + 24 * len(topics)))
     fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=15)), height=height,
@@ -230,27 +239,27 @@ def replica_heatmaps(
     after: Sequence[Sequence[int]],
     *,
     marks: dict[int, str] | None = None,
-    title: str = "Replicas per broker and topic, before and after",
-) -> go.Figure:
-    """Two heatmaps side by side (rows: topics, columns: brokers) on one colour scale, so a cell's shade means the
-    same count in both. Callers fold the long tail of topics into one row; counts are printed in small grids."""
-    from plotly.subplots import make_subplots
-
+    title: str = "Replicas per broker and topic",
+) -> tuple[go.Figure, go.Figure]:
+    """Two heatmaps, before and after (rows: topics, columns: brokers), on one colour scale, so a cell's shade means
+    the same count in both; the scale is drawn beside the second. Two figures, not two panels of one: the page puts
+    them side by side where they fit and one above the other in a narrow window, where two panels of 9 brokers had
+    cells too small for their numbers. Callers fold the long tail of topics into one row; counts are printed in
+    small grids."""
     topics = [esc(t) for t in topics]
     labels = _labels(broker_ids, alive, marks)
     top = max([1, *(v for row in before for v in row), *(v for row in after for v in row)])
     show_text = len(topics) * len(labels) <= MAX_CELL_TEXT
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=("Before", "After"))
-    for col, (name, z) in enumerate((("before", before), ("after", after)), start=1):
-        fig.add_trace(go.Heatmap(
+    figures = []
+    for name, z in (("before", before), ("after", after)):
+        fig = go.Figure(go.Heatmap(
             z=[list(r) for r in z], x=labels, y=list(topics), coloraxis="coloraxis", xgap=1, ygap=1,
             text=cell_texts(z) if show_text else None, texttemplate="%{text}" if show_text else None,
-            hovertemplate=f"broker %{{x}}<br>topic %{{y}}<br>replicas {name}: %{{z:,}}<extra></extra>"),
-            row=1, col=col)
-    fig.update_layout(coloraxis=dict(colorscale=HEAT_SCALE, cmin=0, cmax=top,
-                                     colorbar=dict(title=dict(text="Replicas"), thickness=12)))
-    return _topic_broker_layout(fig, labels, topics, title, top_margin=60)
+            hovertemplate=f"broker %{{x}}<br>topic %{{y}}<br>replicas {name}: %{{z:,}}<extra></extra>"))
+        fig.update_layout(coloraxis=dict(colorscale=HEAT_SCALE, cmin=0, cmax=top, showscale=name == "after",
+                                         colorbar=dict(title=dict(text="Replicas"), thickness=12)))
+        figures.append(_topic_broker_layout(fig, labels, topics, f"{title}: {name}", top_margin=45))
+    return figures[0], figures[1]
 
 
 def replica_change_heatmap(

@@ -30,6 +30,7 @@ from streamlit.errors import StreamlitAPIException
 from core.config import ClusterConfig, ConfigError, KeelConfig, load_config
 from core.model import ClusterSnapshot
 from core.zk.live import RETRY_SECONDS, Connection, ErrorKind, Phase, hhmmss  # noqa: F401  (re-exported)
+from dashboard import broker_defaults
 from dashboard.text import md_text
 
 log = logging.getLogger(__name__)
@@ -274,9 +275,16 @@ def start_run(conn: Connection) -> None:
     """The router, at the top of every full run: forget the live fragments of the previous run (each registers
     again when it draws) and note the view this run draws."""
     st.session_state[LIVE] = []
-    st.session_state[DRAWN] = conn.view_stamp()
+    st.session_state[DRAWN] = view_stamp(conn)
     st.session_state.pop(WAITING, None)
     st.session_state.pop(FULL_RERUN, None)
+
+
+def view_stamp(conn: Connection) -> object:
+    """Everything the live views draw that can change without a click, compared with ==: the connection's view
+    (a new snapshot, its state) and the brokers' own settings as last read in the background (issue 23)."""
+    snap = conn.snapshot()
+    return conn.view_stamp(), None if snap is None else broker_defaults.current(conn.cluster, snap)
 
 
 def ticker(conn: Connection) -> None:
@@ -301,7 +309,7 @@ def _on_tick(conn: Connection) -> None:
         st.session_state[WAITING] = False
         st.session_state[FULL_RERUN] = True  # the ticker's own rerun turns it into a full one
         return
-    stamp = conn.view_stamp()
+    stamp = view_stamp(conn)
     if stamp == st.session_state.get(DRAWN):
         return  # only the ticker reruns: one small message (a keyed rerun of an empty fragment would cost two runs)
     st.session_state[DRAWN] = stamp

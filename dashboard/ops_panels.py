@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.capacity import advise_partitions, rack_skew, typical_replication_factor
+from core.capacity import advise_partitions, cluster_rack_skew, typical_replication_factor
 from core.errors import KeelError
 from core.model import ClusterSnapshot
 from core.zk.live import Connection
@@ -54,8 +54,8 @@ def partition_advice(key: str, *, brokers: int | None, replication_factor: int |
         for w in a.warnings:
             st.warning(md_text(w), icon=":material/warning:")
         st.markdown("**Trade-offs of more partitions**  \n" + "  \n".join(f"• {md(t)}" for t in a.tradeoffs))
-        st.caption(f"`python -m core advise-partitions --target-mbps {tt:g} --producer-mbps {tp:g} "
-                   f"--consumer-mbps {tc:g}" + (f" --brokers {brokers}" if brokers else "") + "`")
+        ui.commands(["python", "-m", "core", "advise-partitions", "--target-mbps", f"{tt:g}", "--producer-mbps",
+                     f"{tp:g}", "--consumer-mbps", f"{tc:g}"] + (["--brokers", str(brokers)] if brokers else []))
 
 
 # --- uneven racks -----------------------------------------------------------------------------------------
@@ -65,13 +65,11 @@ def _skew(conn: Connection | None, snap: ClusterSnapshot, rf: int | None, partit
     brokers = tuple((b.id, b.rack) for b in snap.brokers if b.alive)
     if not brokers or len({r for _, r in brokers}) < 2:
         return None
-    rf = rf or typical_replication_factor([t.replication_factor for t in snap.topics], len(brokers))
-    rf = max(1, min(rf, len(brokers)))
     memo = conn.memo("rack_skew") if conn is not None else {}
-    key = (brokers, rf, partitions)
+    key = (brokers, rf or typical_replication_factor([t.replication_factor for t in snap.topics], 10**9), partitions)
     if key not in memo:
-        try:
-            memo[key] = rack_skew(brokers, rf, partitions)
+        try:  # the engine's inputs, as the CLI's rack-skew: an RF the brokers cannot hold is no answer
+            memo[key] = cluster_rack_skew(snap, rf, partitions)
         except KeelError:
             memo[key] = None
         if len(memo) > 64:

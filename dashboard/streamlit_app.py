@@ -18,6 +18,9 @@ from dashboard.text import md, md_text
 
 st.set_page_config(page_title="Keel", page_icon=":material/anchor:", layout="wide")
 
+# Sections by what an SRE opens most, and every page always listed: Streamlit folds a sidebar menu of more than
+# twelve pages to ten plus "View N more" (st.navigation's `expanded`), which hid Reassign, History and Fleet on
+# every page. expanded=True keeps the whole menu open at any window size.
 PAGES = {
     "Cluster": [
         st.Page("views/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
@@ -25,11 +28,6 @@ PAGES = {
         st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
         st.Page("views/broker.py", title="Broker", icon=":material/storage:"),  # one broker (?broker=N)
         st.Page("views/leaders.py", title="Leaders", icon=":material/how_to_vote:"),
-        # issue 18: operations
-        st.Page("views/restart.py", title="Rolling restart", icon=":material/restart_alt:"),
-        st.Page("views/log_dirs.py", title="Log dirs (JBOD)", icon=":material/storage:"),
-        st.Page("views/consumer_groups.py", title="Consumer groups", icon=":material/group:"),
-        st.Page("views/state_changes.py", title="State-change logs", icon=":material/timeline:"),
     ],
     "Change": [
         st.Page("views/create_topic.py", title="Create topic", icon=":material/add_circle:"),
@@ -39,8 +37,14 @@ PAGES = {
     "Fleet": [
         FLEET := st.Page("fleet/page.py", title="Fleet heatmaps", icon=":material/grid_view:", url_path="fleet"),
     ],
+    "Operations": [  # issue 18
+        st.Page("views/restart.py", title="Rolling restart", icon=":material/restart_alt:"),
+        st.Page("views/log_dirs.py", title="Log dirs (JBOD)", icon=":material/storage:"),
+        st.Page("views/consumer_groups.py", title="Consumer groups", icon=":material/group:"),
+        st.Page("views/state_changes.py", title="State-change logs", icon=":material/timeline:"),
+    ],
 }
-page = st.navigation(PAGES)
+page = st.navigation(PAGES, expanded=True)
 needs_cluster = page is not FLEET  # the Fleet page reads a fleet store, not a live cluster
 
 cfg = frame.config()

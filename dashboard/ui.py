@@ -14,14 +14,17 @@ value for one outside its min / max (so would text_input's `validate` and `requi
 browser refuses, and `max_chars`, which cuts it: none is used). Here what was typed reaches the server as typed:
 the exact value, or an error under the field (the field's `errors` container) and no value, so the page offers no
 write.
+Commands to copy: `commands` shows each as shell-quoted argv (shlex.join) in one st.code block, copyable as is. A
+code span in markdown would show the escapes that keep cluster values text (`127\\.0.0.1\\:9092`, `\\_\\_consumer\\_offsets`).
 Only the "Page (of N)" pickers of long tables stay number inputs: they choose which rows of a read-only table show,
 bounded by the page count, the caption says which rows are on screen, and nothing is written from them.
 """
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import streamlit as st
 
@@ -35,6 +38,14 @@ BROKER = "views/broker.py"
 LEADERS = "views/leaders.py"
 REASSIGN = "reassign/page.py"
 HISTORY = "views/history.py"
+
+
+def commands(*argvs: Sequence[str], container: Any = None) -> str:
+    """Commands to copy, one per line, each an argv shell-quoted: one st.code block (language bash). Returns its
+    text. Placeholders the reader replaces (HOST:PORT, plan.json) need no quoting: keep them free of <>|&;."""
+    text = "\n".join(shlex.join(str(a) for a in argv) for argv in argvs)
+    (container or st).code(text, language="bash", wrap_lines=True)
+    return text
 
 
 def metric_row(container: Any = None):

@@ -3,7 +3,8 @@
 # `make run KAFKA=real`: local ZooKeeper -> 3 REAL Kafka brokers (chroot /keel-real) -> demo topics created through
 # Keel, filled with data, one broker stopped -> Streamlit; no emulator.
 # Ctrl-C in Streamlit stops the controller (or the brokers), and ZooKeeper too if this script started it; so does a
-# TERM to make (make passes it on) and the death of whoever started it (make killed outright).
+# TERM or an INT to make alone (the watchdog below sees make stop) and the death of whoever started it (make
+# killed outright).
 # `scripts/run.sh --stop` (make stop) stops whatever a previous run left behind.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -92,9 +93,24 @@ trap 'exit 130' INT TERM
 
 # A parent that dies without passing a signal on (make under SIGKILL or the OOM killer, a killed tmux) would
 # orphan ZooKeeper, the controller and Streamlit: watch it and stop with it. PID 1 (a container) has no parent.
+# GNU make passes a TERM on to this script but not an INT sent to make alone (`kill -INT <make>`): it stops
+# catching INT and TERM and waits for its children, forever. Its caught-signal mask (SigCgt in /proc) changing
+# is how the watchdog sees that make was told to stop.
 PARENT_PID=$PPID
+caught() { awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
+MAKE_PID=""
+for pid in "$PPID" "$(awk '{print $4}' "/proc/$PPID/stat" 2>/dev/null || true)"; do   # make, or make's shell
+    if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "make" ]; then MAKE_PID=$pid; break; fi
+done
 if [ "$PARENT_PID" -gt 1 ]; then
-    ( while kill -0 "$PARENT_PID" 2>/dev/null; do sleep 1; done; kill -TERM $$ 2>/dev/null ) &
+    (
+        make_caught="$( [ -n "$MAKE_PID" ] && caught "$MAKE_PID" )"
+        while kill -0 "$PARENT_PID" 2>/dev/null; do
+            if [ -n "$MAKE_PID" ] && [ "$(caught "$MAKE_PID")" != "$make_caught" ]; then break; fi
+            sleep 0.5
+        done
+        kill -TERM $$ 2>/dev/null
+    ) &
     WATCHDOG_PID=$!
 fi
 

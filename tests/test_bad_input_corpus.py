@@ -91,6 +91,27 @@ def big_log_dirs(zk: ZkSession, tmp: Path) -> None:
         f.write('{"partition":"orders-x","size":1}]}]}]}')
 
 
+# Issue 23, item 10: numbers of thousands of digits (Python's int() refuses more than 4,300 with a traceback).
+DIGITS = "9" * 5000
+
+
+def huge_number_files(zk: ZkSession, tmp: Path) -> None:
+    """Documents each holding one 5,000-digit number where Kafka's own would hold a small one."""
+    files = {
+        "reassign.json": '{"version":1,"partitions":[{"topic":"orders","partition":%s,"replicas":[1,2,3]}]}',
+        "replicas.json": '{"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[1,2,%s]}]}',
+        "election.json": '{"partitions":[{"topic":"orders","partition":%s}]}',
+        "topics.json": '{"version":%s,"topics":[{"topic":"orders"}]}',
+        "log-dirs.json": '{"version":1,"brokers":[{"broker":1,"logDirs":[{"logDir":"/d","error":null,"partitions":'
+                         '[{"partition":"orders-0","size":%s,"offsetLag":0,"isFuture":false}]}]}]}',
+        "snap.json": '{"format":"keel.snapshot/1","cluster":"c","captured_at":"x","source":"s",'
+                     '"controller":{"broker_id":%s,"epoch":1},"brokers":[],"topics":[]}',
+        "keel.toml": '[clusters.prod]\nzk = "127.0.0.1:1"\nconnect_timeout = %s\n',
+    }
+    for name, text in files.items():
+        (tmp / name).write_text(text % DIGITS)
+
+
 def good_snapshot(zk: ZkSession, tmp: Path) -> None:
     part = {"partition": 0, "replicas": [1, 2], "leader": 1, "isr": [1, 2], "leader_epoch": 0,
             "adding_replicas": [], "removing_replicas": []}
@@ -358,6 +379,58 @@ CASES: list[Case] = [
          setup=corrupt(zf.CONTROLLER, b"{oops")),
     case("znode-broker-invalid-json-create", CREATE + " --topic t --partitions 3 --replication-factor 3",
          "/brokers/ids/2", setup=corrupt(zf.broker_path(2), b"{oops")),
+    # issue 23, item 10: numbers bounded before they are converted; the message names the field, quotes a long
+    # value cut to its start and length, and never suggests sys.set_int_max_str_digits
+    case("digits-config-int", CREATE + f" --topic t --partitions 1 --replication-factor 1 --config segment.bytes={DIGITS}",
+         "(5,000 characters) for configuration segment.bytes: Not a number of type INT"),
+    case("digits-config-long", "alter-config " + ZK + f" --topic orders --add-config retention.ms={DIGITS}",
+         "(5,000 characters) for configuration retention.ms: Not a number of type LONG"),
+    case("digits-config-double", "alter-config " + ZK + f" --topic orders --add-config min.cleanable.dirty.ratio="
+         f"{'9' * 50000}x", "(50,001 characters) for configuration min.cleanable.dirty.ratio: Not a number of type DOUBLE"),
+    case("digits-config-leading-zeros-too-large", "alter-config " + ZK + " --topic orders --add-config "
+         f"min.insync.replicas={'0' * 5000}{DIGITS[:20]}", "for configuration min.insync.replicas: Not a number of type INT"),
+    case("digits-assignment-create", CREATE + f" --topic t --replica-assignment 1:{DIGITS}",
+         "partition 0 has a broker id that is not an integer"),
+    case("digits-assignment-add-partitions", "add-partitions " + ZK + " --topic orders --partitions 3 "
+         f"--replica-assignment 1:2:3,2:3:1,1:2:{DIGITS}", "partition 2 has a broker id that is not an integer"),
+    case("digits-partitions-option", CREATE + f" --topic t --partitions {DIGITS} --replication-factor 1",
+         "argument --partitions: invalid int value: '9999", code=2),
+    case("digits-throttle-option", EXECUTE + f"reassign-orders-0.json --throttle {DIGITS}",
+         "argument --throttle: invalid int value", code=2),
+    case("digits-rollback-action", "rollback " + ZK + f" --action {'9' * 30}",
+         "argument --action: must be a whole number between", code=2),
+    case("digits-exclude-brokers", PLAN + f" --exclude-brokers 1,{DIGITS}",
+         "--exclude-brokers must be comma-separated broker ids, got '1,999"),
+    case("digits-assign-brokers", f"assign --brokers 0,1,{DIGITS} --partitions 1 --replication-factor 1",
+         "is not a non-negative integer of at most 2147483647"),
+    case("digits-reassign-partition", EXECUTE.replace("{data}/", "{tmp}/") + "reassign.json",
+         '"partition" must be an integer from 0 to 2147483647, got Infinity', setup=huge_number_files),
+    case("digits-reassign-replica", EXECUTE.replace("{data}/", "{tmp}/") + "replicas.json",
+         '"replicas" must hold broker ids from 0 to 2147483647, got Infinity', setup=huge_number_files),
+    case("digits-election-partition", ELECT.replace("{data}/", "{tmp}/") + "election.json",
+         '"partition" must be an integer from 0 to 2147483647, got Infinity', setup=huge_number_files),
+    case("digits-topics-to-move-version", PLAN + " --topics-to-move-json-file {tmp}/topics.json",
+         '"version" must be an integer, got Infinity', setup=huge_number_files),
+    case("digits-log-dirs-size", PLAN + " --sizes {tmp}/log-dirs.json", '"size" must be a non-negative integer',
+         setup=huge_number_files),
+    case("digits-snapshot", "plan --snapshot {tmp}/snap.json -o {tmp}/plan.json",
+         "'broker_id' must be an integer or null, got Infinity", setup=huge_number_files),
+    case("digits-keel-toml", "fleet collect --config {tmp}/keel.toml --out {tmp}/fleet",
+         "a number in it has thousands of digits", setup=huge_number_files),
+    # ... and the time options: nan, inf, <= 0 and absurd values refused while the command line is parsed
+    *(case(f"timeout-connect-{v}", f"describe --zk {{zk}} --connect-timeout {v}",
+           f"argument --connect-timeout: must be a number of seconds in (0, 300], got '{v}'", code=2)
+      for v in ("nan", "inf", "-1", "0", "1e300")),
+    case("timeout-write-inf", "alter-config " + ZK + " --topic orders --add-config retention.ms=5 --write-timeout inf",
+         "argument --write-timeout: must be a number of seconds in (0, 3600], got 'inf'", code=2),
+    case("timeout-write-nan", "alter-config " + ZK + " --topic orders --add-config retention.ms=5 --write-timeout nan",
+         "argument --write-timeout: must be a number of seconds in (0, 3600], got 'nan'", code=2),
+    case("timeout-kafka-nan", "consumer-groups --bootstrap-server 127.0.0.1:{closed} --kafka-timeout nan",
+         "argument --kafka-timeout: must be a number of seconds in (0, 3600], got 'nan'", code=2),
+    case("timeout-elect-negative", "elect " + ZK + " --topic orders --timeout -5",
+         "argument --timeout: must be a number of seconds in (0, 86400], got '-5'", code=2),
+    case("timeout-restart-check-wait-nan", "restart-check --zk {zk} --broker 1 --wait nan",
+         "argument --wait: must be a number of seconds in (0, 86400], got 'nan'", code=2),
 ]
 
 

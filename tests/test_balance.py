@@ -521,3 +521,17 @@ def test_reordering_counts_toward_the_partition_limit_only():
     assert split_waves(before, after, 2, 1) == ((("t", 0), ("t", 1)), (("t", 2), ("t", 3)), (("t", 4),))
     with pytest.raises(PlanError, match="wave limits"):
         split_waves(before, after, 0, 1)
+
+
+def test_excess_over_even_is_the_fleet_heatmaps_cell():
+    """Issue 25 item 2: the fleet chart's spread metric is the engine's (core.balance.metrics)."""
+    import numpy as np
+
+    from core.balance.metrics import excess_over_even
+    from dashboard.fleet.charts import topic_excess
+
+    counts = [[4, 1, 1, 0], [2, 2, 2, 3]]  # topic 0: 6 replicas, topic 1: 9; broker 3 dead
+    alive = [True, True, True, False]
+    assert excess_over_even(counts, alive) == [[2.0, -1.0, -1.0, 0.0], [-1.0, -1.0, -1.0, 3.0]]  # 9 / 3 alive
+    assert excess_over_even(counts, [False] * 4) == [[4.0, 1.0, 1.0, 0.0], [2.0, 2.0, 2.0, 3.0]]
+    assert topic_excess(np.array(counts), np.array(alive)).tolist() == excess_over_even(counts, alive)

@@ -109,3 +109,19 @@ def test_rack_skew_command(capsys):
     assert main(["rack-skew", "--brokers", "1:a,2:a,3:b,4:b,5:c", "--replication-factor", "3"]) == 0
     out = capsys.readouterr().out
     assert "+67%" in out
+
+
+def test_the_page_and_the_cli_ask_the_engine_the_same_rack_skew_question():
+    """Issue 25 item 2: the page clamped an RF above the live brokers to their count (and warned about a topic
+    Kafka would refuse) where the CLI refused it; both now take core.capacity.cluster_rack_skew's inputs."""
+    from core.capacity import cluster_rack_skew
+    from core.errors import ValidationError
+    from dashboard.ops_panels import _skew
+    from tests.test_topics import snapshot
+
+    snap = snapshot([(1, "a", True), (2, "a", True), (3, "b", True), (4, "c", False)])  # 3 live brokers
+    with pytest.raises(ValidationError, match="replication factor 4 must be between 1 and the 3 live brokers"):
+        cluster_rack_skew(snap, 4)
+    assert _skew(None, snap, 4, None) is None  # no answer for another RF than the one asked
+    assert _skew(None, snap, 3, None) == cluster_rack_skew(snap, 3)
+    assert cluster_rack_skew(snap).shares  # no topics: RF 3 (the typical default), capped by nothing here

@@ -390,8 +390,8 @@ def test_charts_escape_names_for_plotly():
     fig = charts.per_broker_bars([1, 2], [3, 4], ["<b>r</b>", "r&2"], [True, True], title="t", y_title="y")
     assert {tr.name for tr in fig.data} == {"&lt;b&gt;r&lt;/b&gt;", "r&amp;2"}
     assert fig.data[0].customdata[0][0] in ("&lt;b&gt;r&lt;/b&gt;", "r&amp;2")
-    heat = charts.replica_heatmaps([1, 2], [True, True], ["<i>t</i>"], [[1, 0]], [[0, 1]])
-    assert list(heat.data[0].y) == ["&lt;i&gt;t&lt;/i&gt;"]
+    for heat in charts.replica_heatmaps([1, 2], [True, True], ["<i>t</i>"], [[1, 0]], [[0, 1]]):
+        assert list(heat.data[0].y) == ["&lt;i&gt;t&lt;/i&gt;"]
     import pandas as pd
     metrics = pd.DataFrame({"cluster": ["c"] * 2, "broker": [1, 2], "rack": ["<b>r</b>", None], "replicas": [3, 1],
                             "leaders": [1, 1], "alive": [True, True], "replica_dev": [0.5, -0.5]})

@@ -111,7 +111,7 @@ def plan_drain(at, broker: int, throttle_mb: float | None = None):
     return at
 
 
-PLAN_CHARTS = ("ra_heatmap", "ra_change_heatmap", "ra_replicas_chart", "ra_leaders_chart", "ra_bytes_chart")
+PLAN_CHARTS = ("ra_heatmap", "ra_heatmap_after", "ra_change_heatmap", "ra_replicas_chart", "ra_leaders_chart", "ra_bytes_chart")
 
 
 def plan_charts(at):
@@ -191,11 +191,11 @@ def test_drain_plan_shows_the_engines_cost_and_downloads_its_json(quick, zk_conn
         assert str(victim) not in row["After"].split(", ")
     # one view at a time: heatmaps (before / after), then the change, then per-broker bars (replicas, preferred
     # leaders; no bytes without sizes)
-    charts_ = plan_charts(at)
-    assert len(charts_) == 1
-    heat = json.loads(charts_[0].proto.spec)
-    assert [t["type"] for t in heat["data"]] == ["heatmap", "heatmap"]
-    assert f"{victim} (drain)" in heat["data"][0]["x"]
+    charts_ = plan_charts(at)  # before and after: two figures, side by side where they fit (issue 24)
+    assert [c.key for c in charts_] == ["ra_heatmap", "ra_heatmap_after"]
+    heat = [json.loads(c.proto.spec) for c in charts_]
+    assert [t["type"] for h in heat for t in h["data"]] == ["heatmap", "heatmap"]
+    assert f"{victim} (drain)" in heat[0]["data"][0]["x"] and heat[0]["data"][0]["x"] == heat[1]["data"][0]["x"]
     assert [c.key for c in plan_charts(view(at, "Change"))] == ["ra_change_heatmap"]
     assert [c.key for c in plan_charts(view(at, "Per broker"))] == ["ra_replicas_chart", "ra_leaders_chart"]
     view(at, "Heatmap")

@@ -72,10 +72,15 @@ def test_heatmap_cells_print_their_own_numbers_chart_functions():
     topics = ["big", "mid", "other (3 topics)"]
     before = [[29, 14, 0], [4, 4, 0], [3, 4, 7]]
     after = [[22, 14, 7], [4, 3, 1], [3, 4, 7]]
-    fig = charts.replica_heatmaps([1, 2, 3], [True, False, True], topics, before, after, marks={3: "empty"})
-    spec = json.loads(fig.to_json())
-    assert assert_cells_print_their_own_numbers(spec) == 18
-    assert spec["layout"]["yaxis"]["autorange"] == "reversed"  # the first topic on top
+    figs = charts.replica_heatmaps([1, 2, 3], [True, False, True], topics, before, after, marks={3: "empty"})
+    for fig in figs:  # before, after: one figure each (issue 24: side by side where they fit)
+        spec = json.loads(fig.to_json())
+        assert assert_cells_print_their_own_numbers(spec) == 9
+        assert spec["layout"]["yaxis"]["autorange"] == "reversed"  # the first topic on top
+    # one colour scale: a shade means the same count in both; drawn once, beside the second
+    scales = [json.loads(f.to_json())["layout"]["coloraxis"] for f in figs]
+    assert [(s["cmin"], s["cmax"]) for s in scales] == [(0, 29), (0, 29)]
+    assert [s["showscale"] for s in scales] == [False, True]
     change = json.loads(charts.replica_change_heatmap([1, 2, 3], [True, False, True], topics, before, after).to_json())
     assert assert_cells_print_their_own_numbers(change, signed=True) == 9
     assert change["data"][0]["text"][0] == ["-7", "0", "+7"]
@@ -85,8 +90,8 @@ def test_reassign_page_heatmaps_print_their_own_numbers(demo, zk_connect, tmp_pa
     at = open_page(demo, zk_connect, tmp_path, monkeypatch, REASSIGN)
     at.radio(key="goal").set_value(rs.GOAL_FILL).run()
     ok(at)
-    [heat] = [c for c in at.get("plotly_chart") if c.key == "ra_heatmap"]
-    assert assert_cells_print_their_own_numbers(figure(heat)) > 0
+    heats = [c for c in at.get("plotly_chart") if c.key in ("ra_heatmap", "ra_heatmap_after")]
+    assert len(heats) == 2 and all(assert_cells_print_their_own_numbers(figure(h)) > 0 for h in heats)
     at.session_state["view"] = "Change"
     [change] = [c for c in at.run().get("plotly_chart") if c.key == "ra_change_heatmap"]
     assert assert_cells_print_their_own_numbers(figure(change), signed=True) > 0
@@ -377,13 +382,17 @@ def test_topic_view_shows_the_effective_config_beside_the_editor(demo, zk_connec
     topic = next(t for t in snap.topics if t.config and not t.name.startswith("__"))
     at.selectbox(key="topic").select(topic.name).run()
     ok(at)
-    table = next(t.value for t in at.dataframe if list(t.value.columns) == ["Key", "Value", "Source", "Kafka default"])
+    table = next(t.value for t in at.dataframe
+                 if list(t.value.columns) == ["Key", "Value", "Source", "Kafka default", "Other brokers"])
     rows = {r["Key"]: (r["Value"], r["Source"]) for _, r in table.iterrows()}
     for key, value in topic.config.items():
-        assert rows[key] == (value, "topic override")
+        assert rows[key] == (value, "DYNAMIC_TOPIC_CONFIG")
     assert len(rows) >= len(TOPIC_CONFIGS)
-    assert all(src in ("topic override", "Kafka default") or src.startswith("broker default")
+    # Kafka's source names (issue 23); no bootstrap servers here: the brokers' server.properties are unknown, said so
+    assert all(src.startswith(("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "DEFAULT_CONFIG"))
                for _, src in rows.values())
+    assert rows["file.delete.delay.ms"] == ("60000", "DEFAULT_CONFIG (server.properties unknown)")
+    assert "server.properties are unknown" in texts(at.caption)
 
 
 def test_plan_risks_only_for_partitions_that_change():

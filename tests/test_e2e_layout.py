@@ -363,3 +363,250 @@ def test_number_fields_read_what_was_typed(url, browser, tmp_path, width):
     wait_js(browser, "return ![...document.querySelectorAll('button')].some(b => b.innerText.includes("
                      "'Execute reassignment'))", timeout=20, message="Execute to go")
     shot(browser, tmp_path, f"numbers-reassign-text-{width}")
+
+
+# --- issue 24, items 11-13: the menu, and pages an SRE found cut or overlapping at 900 and 1600 px -----------------
+
+MAIN_PAGES = ("Overview", "Topics", "Brokers", "Leaders", "Create topic", "Reassign", "History", "Fleet heatmaps")
+
+NAV = """
+// The sidebar menu: each entry's text and whether it is on screen; and any "View N more" / "View less" button.
+const links = [...document.querySelectorAll('[data-testid=stSidebarNav] a')].map(a => {
+  const r = a.getBoundingClientRect();
+  return {text: a.innerText.trim().split('\\n').pop().trim(), shown: a.offsetParent !== null && r.height > 0 && r.top >= 0
+          && r.bottom <= window.innerHeight};
+});
+const more = [...document.querySelectorAll('[data-testid=stSidebar] button')].map(b => b.innerText.trim())
+  .filter(t => /^View (\\d+ more|less)$/.test(t));
+return {links, more};
+"""
+
+CUT_TEXT = """
+// Visible text in the main area cut short with an ellipsis (a widget label too narrow for its text: "Onl…").
+return [...document.querySelectorAll('[data-testid=stMain] *')].filter(e => e.offsetParent !== null
+    && e.innerText && e.innerText.trim() && getComputedStyle(e).textOverflow === 'ellipsis'
+    && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.innerText.trim());
+"""
+
+PLOT_TEXT = """
+// Per plotly figure: its title, legend and x tick labels as boxes (relative to the figure), and its width.
+return [...document.querySelectorAll('.js-plotly-plot')].map(p => {
+  const base = p.getBoundingClientRect();
+  const box = e => { const r = e.getBoundingClientRect();
+                     return {left: r.left - base.left, right: r.right - base.left, top: r.top - base.top,
+                             bottom: r.bottom - base.top, text: e.textContent}; };
+  const title = p.querySelector('.gtitle');
+  const legend = p.querySelector('g.legend');
+  return {width: base.width, height: base.height, title: title ? box(title) : null,
+          legend: legend ? box(legend) : null,
+          xticks: [...p.querySelectorAll('.xaxislayer-above .xtick text')].map(box)};
+});
+"""
+
+CELL_TEXT = """
+// Per heatmap trace: the cell width and height in px, its cell texts' smallest font size and widest text.
+const out = [];
+for (const p of document.querySelectorAll('.js-plotly-plot')) {
+  const traces = (p._fullData || []).filter(t => t.type === 'heatmap');
+  const layers = [...p.querySelectorAll('g.heatmaplayer')];
+  traces.forEach((tr, i) => {
+    const texts = layers[i] ? [...layers[i].querySelectorAll('text')] : [];
+    const xa = p._fullLayout[tr.xaxis === 'x' ? 'xaxis' : 'xaxis' + tr.xaxis.slice(1)];
+    const ya = p._fullLayout[tr.yaxis === 'y' ? 'yaxis' : 'yaxis' + tr.yaxis.slice(1)];
+    out.push({cells: texts.length, cell_w: xa._length / tr.x.length, cell_h: ya._length / tr.y.length,
+              font: Math.min(...texts.map(t => parseFloat(getComputedStyle(t).fontSize))),
+              widest: Math.max(...texts.map(t => t.getBBox().width))});
+  });
+}
+return out;
+"""
+
+# Streamlit's tables (glide-data-grid) draw their headers and cells on a canvas: record what is drawn where.
+CANVAS_HOOK = """
+window.__drawn = new Map();
+const fill = CanvasRenderingContext2D.prototype.fillText;
+CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+  try {
+    const m = this.getTransform(), c = this.canvas, r = c.getBoundingClientRect(), k = r.width / c.width;
+    const left = r.left + (m.a * x + m.c * y + m.e) * k;
+    const w = this.measureText(String(text)).width * m.a * k;
+    const a = this.textAlign;
+    const l = a === 'center' ? left - w / 2 : (a === 'right' || a === 'end') ? left - w : left;
+    window.__drawn.set(String(text), {left: l, right: l + w, at: performance.now()});
+  } catch (e) {}
+  return fill.call(this, text, x, y, ...rest);
+};
+"""
+
+GRID = """
+// The table under `.st-key-<key>`: its visible box, whether it scrolls sideways, and where `texts` were last drawn.
+const frame = document.querySelector(`.st-key-${arguments[0]} [data-testid=stDataFrameResizable]`)
+  || document.querySelector(`.st-key-${arguments[0]}`);
+const r = frame.getBoundingClientRect();
+const sc = frame.querySelector('.dvn-scroller');
+const drawn = {};
+for (const t of arguments[1]) { const d = window.__drawn.get(t); if (d) drawn[t] = d; }
+return {left: r.left, right: r.right, scroll: sc ? sc.scrollWidth - sc.clientWidth : 0,
+        vbar: sc ? sc.offsetWidth - sc.clientWidth : 0, drawn,
+        raw: [...window.__drawn.keys()].filter(t => /^[a-z]+(_[a-z]+)+$/.test(t))};
+"""
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]
+
+
+def hooked(driver) -> None:
+    """Record canvas text from the next page load on (CANVAS_HOOK)."""
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": CANVAS_HOOK})
+
+
+@pytest.mark.parametrize("width", [900, 1600])
+def test_main_pages_are_one_click_away(url, browser, tmp_path, width):
+    """Issue 24, item 11: with 13 pages Streamlit folded the menu to 10 and "View 3 more", which hid Reassign,
+    History and Fleet on every page. Every main page is listed and on screen, nothing is folded."""
+    browser.set_window_size(width, 1000)
+    for path in ("", "reassign"):
+        browser.get(f"{url}/{path}")
+        nav = wait_js(browser, "const n = (() => {" + NAV + "})(); return n.links.length ? n : null",
+                      message="the menu")
+        time.sleep(0.5)
+        nav = browser.execute_script(NAV)
+        shot(browser, tmp_path, f"menu-{width}-{path or 'overview'}")
+        assert nav["more"] == [], nav["more"]
+        shown = {x["text"] for x in nav["links"] if x["shown"]}
+        assert set(MAIN_PAGES) <= shown, (width, sorted(set(MAIN_PAGES) - shown))
+
+
+def test_topics_toggles_keep_their_labels(url, browser, tmp_path):
+    """Issue 24, item 12: at 900 px the list's toggles read "Onl…" and "Hid…" (columns of a fifth)."""
+    for width in (900, 1600):
+        browser.set_window_size(width, 1100)
+        browser.get(f"{url}/topics")
+        wait_js(browser, "return [...document.querySelectorAll('label')].some(l => l.innerText.includes("
+                         "'Hide internal'))", message="the toggles")
+        time.sleep(1)
+        shot(browser, tmp_path, f"topics-{width}")
+        assert browser.execute_script(CUT_TEXT) == [], width
+
+
+def test_create_topic_charts_titles_clear_of_legends(url, browser, tmp_path):
+    """Issue 24, item 12: at 900 px the two charts' titles ran under their legends (and were cut)."""
+    for width in (900, 1600):
+        browser.set_window_size(width, 1100)
+        browser.get(f"{url}/create_topic")
+        field = wait_js(browser, "return document.querySelector('.st-key-ct_name input')", message="the form")
+        field.send_keys("layout-test", Keys.TAB)
+        wait_js(browser, "return document.querySelectorAll('.st-key-ct_leaders_chart .gtitle').length",
+                message="the charts")
+        time.sleep(1.5)
+        browser.execute_script("document.querySelector('.st-key-ct_replicas_chart').scrollIntoView()")
+        shot(browser, tmp_path, f"create-charts-{width}")
+        plots = browser.execute_script(PLOT_TEXT)
+        charts_ = [p for p in plots if p["title"] and "new topic" in p["title"]["text"]]
+        assert len(charts_) == 2
+        for p in charts_:
+            assert p["legend"] and not overlap(p["title"], p["legend"]), (width, p)
+            assert p["title"]["right"] <= p["width"] + 1, (width, "title cut", p["title"])
+        assert browser.execute_script(CUT_TEXT) == [], width
+
+
+def test_reassign_heatmaps_readable_with_nine_brokers(url, browser, tmp_path):
+    """Issue 24, item 12: at 900 px the before/after heatmap of 9 brokers printed its numbers too small to read,
+    skipped every other broker label and cut one. Each panel's cells fit their numbers at a readable size, and every
+    broker is labelled, inside the figure, without touching its neighbour."""
+    for width in (900, 1600):
+        browser.set_window_size(width, 1100)
+        for view in ("Heatmap", "Change"):
+            browser.get(f"{url}/reassign?goal={urllib.parse.quote('Fill new brokers')}&view={view}")
+            wait_js(browser, "return document.querySelectorAll('.js-plotly-plot g.heatmaplayer text').length > 20",
+                    timeout=90, message="the heatmap's cell texts")
+            time.sleep(1.5)
+            browser.execute_script("document.querySelector('.js-plotly-plot').scrollIntoView()")
+            shot(browser, tmp_path, f"reassign-{view.lower()}-{width}")
+            traces = browser.execute_script(CELL_TEXT)
+            assert len(traces) == (2 if view == "Heatmap" else 1)
+            for t in traces:
+                assert t["font"] >= 10, (width, view, t)  # plotly shrinks the numbers to fit small cells
+                assert t["widest"] <= t["cell_w"], (width, view, t)
+            for p in browser.execute_script(PLOT_TEXT):
+                ticks = p["xticks"]
+                assert len(ticks) == 9, (width, view, [x["text"] for x in ticks])  # every broker labelled
+                assert all(0 <= x["left"] and x["right"] <= p["width"] and x["bottom"] <= p["height"]
+                           for x in ticks), (width, view, ticks)
+                assert not any(overlap(a, b) for a, b in zip(ticks, ticks[1:])), (width, view, ticks)
+
+
+def test_history_summary_on_screen(url, browser, tmp_path):
+    """Issue 24, item 12: at 1600 px History's Summary column was past the right edge (after Actor, Source, Role,
+    Cluster): it is among the first columns now, drawn whole inside the table."""
+    from core.store import Store
+
+    store = Store(tmp_path / "keel.sqlite")  # the dashboard's store (KEEL_STORE of `serve`)
+    for i in range(3):
+        store.record(cluster="demo", kind="create-topic", target=f"topic-{i}", ok=True,
+                     actor="someone.with.a.long.name@example.com", source="proxy", role="operator",
+                     summary=f"created topic topic-{i} with 12 partitions, replication factor 3", result="written")
+    hooked(browser)
+    browser.set_window_size(1600, 1100)
+    browser.get(f"{url}/history")
+    wait_js(browser, "return window.__drawn && window.__drawn.has('Summary')", message="the table's headers")
+    time.sleep(1)
+    shot(browser, tmp_path, "history-1600")
+    text = "created topic topic-2 with 12 partitions, replication factor 3"
+    grid = browser.execute_script(GRID, "history_table", ["Summary", text])
+    assert set(grid["drawn"]) == {"Summary", text}, grid
+    for drawn in grid["drawn"].values():  # the header and the newest row's summary, whole, inside the table
+        assert grid["left"] <= drawn["left"] and drawn["right"] <= grid["right"] - grid["vbar"], grid
+
+
+def test_fleet_after_generating_a_demo_and_its_ranking(zk_connect, tmp_path, browser):
+    """Issue 24, item 13: after "Generate a demo fleet" the "No fleet store yet" banner stayed beside the
+    generation's "Generated 12/12"; the ranking showed raw column names (replica_cv) and was cut at the right."""
+    from tests.browser import serve_dashboard
+
+    config = tmp_path / "keel.toml"
+    config.write_text(f'[keel]\nrole = "viewer"\n\n[clusters.demo]\nzk = "{zk_connect}"\n')
+    env = {"KEEL_FLEET_STORE": str(tmp_path / "fleet" / "store"), "KEEL_FLEET_OUTPUT": str(tmp_path / "fleet" / "out")}
+    hooked(browser)
+    with serve_dashboard(config, tmp_path, env=env) as base:
+        browser.set_window_size(1600, 1100)
+        browser.get(f"{base}/fleet")
+        button = wait_js(browser, "return [...document.querySelectorAll('button')].find(b => b.innerText.includes("
+                                  "'Generate a demo fleet'))", message="Generate a demo fleet")
+        button.click()
+        both = "const t = document.querySelector('[data-testid=stMain]').innerText; " \
+               "return [t.includes('No fleet store at'), /Generated (\\S+ \\([0-9]+\\/[0-9]+\\)|[0-9]+ clusters)/.test(t)]"
+        seen = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            banner, generated = browser.execute_script(both)
+            seen.append((banner, generated))
+            if generated and not banner and "Generated 12 clusters" in browser.find_element(
+                    By.CSS_SELECTOR, "[data-testid=stMain]").text:
+                break
+            time.sleep(0.05)
+        shot(browser, tmp_path, "fleet-generated-1600")
+        assert (True, True) not in seen, "the 'No fleet store' banner showed beside the generation's progress"
+        assert seen[-1] == (False, True), seen[-5:]
+
+        run = wait_js(browser, "return [...document.querySelectorAll('button')].find(b => b.innerText.includes("
+                               "'Run job') && !b.disabled)", message="Run job")
+        run.click()
+        wait_js(browser, "return window.__drawn.has('Over threshold')", timeout=300, message="the ranking")
+        headers = ["Rank", "Cluster", "Imbalance score", "Brokers", "Partitions", "Replica CV", "Leader CV",
+                   "Under-replicated", "Offline", "Rack violations", "Over threshold"]
+        for width in (1600, 900):
+            browser.set_window_size(width, 1100)
+            time.sleep(2)
+            browser.execute_script("document.querySelector('.st-key-fleet_table').scrollIntoView()")
+            time.sleep(1)
+            shot(browser, tmp_path, f"fleet-ranking-{width}")
+            grid = browser.execute_script(GRID, "fleet_table", headers)
+            assert grid["raw"] == [], grid["raw"]  # replica_cv, under_replicated... never drawn
+            if width == 1600:  # every column on screen, none cut, no sideways scrolling
+                assert grid["scroll"] <= 1, grid
+                assert all(grid["left"] <= d["left"] and d["right"] <= grid["right"] - grid["vbar"]
+                           for d in grid["drawn"].values()), grid
+                assert set(grid["drawn"]) == set(headers), grid

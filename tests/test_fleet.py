@@ -21,7 +21,7 @@ from core.cli import build_parser
 from core.cli import main as cli_main
 from core.assignment import assign_replicas
 from core.errors import SnapshotFormatError
-from core.fleet import commands
+from core.cli import fleet as commands
 from core.fleet.errors import (FleetInputError, FleetOutputError, FleetSchemaError, JavaMissingError,
                                SparkMasterUnreachableError)
 from core.fleet.export import export_snapshot, parse_log_dirs, snapshot_tables

@@ -271,3 +271,5 @@ def test_a_rollback_runs_only_on_the_cluster_its_reassignment_ran_on(zk_connect,
     # on its own cluster, under another spelling, it is let through
     assert main(["rollback", "--zk", spellings(zk_connect)[1], "--action", str(executed.id),
                  "--store", str(store.path)]) == 0, capsys.readouterr().err
+    rolled = store.actions(kind="rollback")[0]  # History names it a rollback (issue 24, item 7)
+    assert rolled.summary.startswith(f"rollback of action #{executed.id}: 1 partitions"), rolled.summary

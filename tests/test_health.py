@@ -131,14 +131,16 @@ def test_min_isr_values(config, expected):
     assert min_isr(T("t", config=config)) == expected
 
 
-def test_min_isr_falls_back_to_dynamic_cluster_default():
-    s = snap([T("a", P("a", 0, [1, 2, 3])),
+def test_min_isr_falls_back_to_the_leaders_dynamic_config_then_the_cluster_default():
+    # Kafka: the leader enforces its own value; broker 1's /config/brokers/1 beats /config/brokers/<default>
+    # (this test expected 2 for partitions led by broker 1 before issue 23: the per-broker layer was ignored)
+    s = snap([T("a", P("a", 0, [1, 2, 3]), P("a", 1, [2, 3, 1])),
               T("b", P("b", 0, [1, 2, 3]), config={"min.insync.replicas": "bad"}),
               T("c", P("c", 0, [1, 2, 3]), config={"min.insync.replicas": "1"})],
              broker_configs={"<default>": {"min.insync.replicas": "2"}, "1": {"min.insync.replicas": "3"}})
     assert cluster_min_isr_default(s) == 2
     r = rows(s)
-    assert (r[("a", 0)].min_isr, r[("b", 0)].min_isr, r[("c", 0)].min_isr) == (2, 2, 1)
+    assert (r[("a", 0)].min_isr, r[("a", 1)].min_isr, r[("b", 0)].min_isr, r[("c", 0)].min_isr) == (3, 2, 3, 1)
     assert cluster_min_isr_default(snap([], broker_configs={"<default>": {"min.insync.replicas": "x"}})) == 1
 
 

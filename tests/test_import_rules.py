@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("core", "dashboard")
 PURE = ("core.model", "core.errors", "core.zkformat", "core.assignment", "core.topics", "core.health",
-        "core.elections", "core.plans", "core.balance", "core.numbers")
+        "core.elections", "core.plans", "core.balance", "core.numbers", "core.broker_defaults", "core.shares")
 ADAPTERS = ("core.zk", "core.store", "core.fleet", "core.sandbox", "core.cli", "core.config", "core.kafka")
 IO_MODULES = {"os", "socket", "subprocess", "sqlite3", "shutil", "tempfile", "urllib", "http", "requests",
               "threading", "multiprocessing", "kazoo", "pyspark", "streamlit", "kafka", "pathlib", "time"}
@@ -120,6 +120,14 @@ def test_pure_modules_do_no_io():
 def test_core_never_imports_the_dashboard():
     offenders = sorted(m for m, deps in IMPORTS.items() if within(m, ("core",)) and
                        any(within(d, ("dashboard",)) for d in deps))
+    assert offenders == []
+
+
+def test_the_engine_never_imports_the_cli():
+    """Every argparse definition lives in core/cli (issue 25): the engine's packages never import it back."""
+    offenders = sorted(m for m, deps in IMPORTS.items() if within(m, ("core",))
+                       and not within(m, ("core.cli", "core.__main__", "core.sandbox"))
+                       and any(within(d, ("core.cli",)) for d in internal(deps)))
     assert offenders == []
 
 

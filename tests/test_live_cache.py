@@ -126,9 +126,9 @@ def test_sessions_viewing_different_topics_share_their_partition_tables(cluster,
     tables: list[str] = []  # the topics whose partition table was computed (core.health walks its partitions)
     real = health.iter_partition_health
 
-    def counting(s):
+    def counting(s, *args, **kwargs):
         tables.extend(t.name for t in s.topics)
-        return real(s)
+        return real(s, *args, **kwargs)
 
     monkeypatch.setattr(health, "iter_partition_health", counting)
     sessions = [session("views/topics.py", topic=a), session("views/topics.py", topic=b)]

@@ -115,3 +115,29 @@ def test_log_dirs_commands_from_a_file(tmp_path, capsys):
     assert json.loads(plan.read_text())["partitions"][0]["log_dirs"] == ["/d1/b", "any"]
     assert main(["log-dirs", "--log-dirs-file", str(f), "--bootstrap-server", "h:1"]) == 1
     assert "not both" in capsys.readouterr().err
+
+
+def test_the_engine_refuses_log_dir_moves_for_a_partition_being_reassigned_or_under_kraft(tmp_path):
+    """Issue 25 item 2: one executor for JBOD plans (core.kafka.jbod.execute), used by the CLI and the page, refuses
+    before asking the brokers anything (no admin is needed to refuse) and records nothing."""
+    from core.errors import KRaftControllerError, ReassignmentInProgressError
+    from core.kafka.jbod import execute
+    from core.model import TopicPartitionReplicas
+    from core.store import Store
+    from tests.test_topics import snapshot, topic
+
+    store = Store(tmp_path / "keel.sqlite")
+    plan = json.dumps({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2],
+                                                      "log_dirs": ["/d2", "any"]}]})
+    moving = snapshot([1, 2, 3], [topic("t", {0: [1, 2]}, adding={0: [3]})])
+    with pytest.raises(ReassignmentInProgressError, match="t-0 are being reassigned between brokers"):
+        execute(None, store, plan, moving, cluster="c")
+    listed = snapshot([1, 2, 3], [topic("t", {0: [1, 2]})],
+                      reassignment=[TopicPartitionReplicas("t", 0, (2, 3))])
+    with pytest.raises(ReassignmentInProgressError):
+        execute(None, store, plan, listed, cluster="c")
+    with pytest.raises(KRaftControllerError):
+        execute(None, store, plan, snapshot([1, 2], [topic("t", {0: [1, 2]})], kraft_epoch=4), cluster="c")
+    with pytest.raises(PlanError, match="not valid JSON"):
+        execute(None, store, b"{nope", snapshot([1, 2], [topic("t", {0: [1, 2]})]), cluster="c")
+    assert store.actions() == []

@@ -1,6 +1,7 @@
 """Plan, execute, verify and roll back a reassignment through the CLI against the sandbox controller."""
 
 import json
+import re
 
 from core.cli import main
 from core.sandbox.controller import ControllerEmulator
@@ -36,7 +37,7 @@ def test_fill_a_new_broker_then_roll_back(zk_connect, tmp_path, capsys):
                                  "--throttle", "500000000", "--store", store)
             assert code == 0, err
             assert "Successfully started reassignment" in out
-            action_id = int(out.split("(action ")[1].split(";")[0])
+            action_id = int(re.search(r"reassignment of \d+ partitions \(action (\d+)\)", out).group(1))
             # a second execute while the first runs is refused with Kafka's message
             code, _, err = run(capsys, "execute", "--zk", zk_connect, "--reassignment-json-file", str(plan),
                                "--store", store)

@@ -114,3 +114,21 @@ def test_commands_exit_codes(tmp_path, capsys):
     single = tmp_path / "rf1.json"
     single.write_text(snap({("a", 0): ([1], 1, [1])}).to_json())
     assert main(["restart-plan", "--snapshot", str(single), "--json"]) == 3
+
+
+def test_the_broker_page_and_restart_check_agree_on_only_in_sync():
+    """Issue 25 item 2: the Broker page counted ISR == (broker,) while restart-check counts the live ISR: a
+    partition whose other ISR member is down goes offline too when the broker stops."""
+    from core.restarts import check_stop, only_in_sync
+    from dashboard.views.broker import broker_view
+    from tests.test_topics import snapshot, topic
+    from dataclasses import replace
+
+    snap = snapshot([(1, "a", True), (2, "b", True), (3, "c", False)],
+                    [topic("t", {0: [1, 3], 1: [1, 2], 2: [2, 1]})])
+    t = snap.topics[0]  # t-0: ISR (1, 3), 3 down; t-1: ISR (1, 2); t-2: ISR (1,) only, led by 1
+    parts = (t.partitions[0], t.partitions[1], replace(t.partitions[2], leader=1, isr=(1,)))
+    snap = replace(snap, topics=(replace(t, partitions=parts),))
+    assert [(p.topic, p.partition) for p in only_in_sync(snap, 1)] == [("t", 0), ("t", 2)]
+    assert {(r.topic, r.partition) for r in check_stop(snap, 1).goes_offline} == {("t", 0), ("t", 2)}
+    assert sorted(broker_view(snap, 1).only_isr["Partition"]) == [0, 2]

@@ -113,7 +113,8 @@ def test_cli_rollback_of_an_unthrottled_reassignment_says_so(tree, zk_connect, s
 @pytest.mark.parametrize("argv,message", [
     (["--throttle", "5", "--no-throttle"], "not allowed with argument"),
     (["--throttle", "0"], "--throttle must be a positive number of bytes per second, got 0"),
-    (["--throttle", str(2**63)], "must be at most 9,223,372,036,854,775,807 bytes per second"),
+    (["--throttle", str(2**63)], "must be a whole number between -9,223,372,036,854,775,808 and "
+                                 "9,223,372,036,854,775,807"),  # a usage error: core.cli.argtypes
 ])
 def test_cli_rollback_refuses_a_bad_throttle_and_writes_nothing(tree, zk_connect, store, capsys, argv, message):
     action = recorded(store, zk_connect, RATE)

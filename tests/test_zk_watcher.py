@@ -30,10 +30,11 @@ def live(zk_connect, writer):
 def test_broker_leaving_and_joining(live, writer):
     writer.delete(zf.broker_path(3))
     snap = live.wait_for(lambda s: not s.broker_by_id[3].alive)
-    assert snap.broker_by_id[3].rack is None  # known only from the assignment now
+    # not registered now: its rack is the one its last registration said, marked as remembered (issue 24, item 8)
+    assert snap.broker_by_id[3].rack == "r3" and snap.broker_by_id[3].remembered
     write_broker(writer, 3, "r3")
     snap = live.wait_for(lambda s: s.broker_by_id[3].alive)
-    assert snap.broker_by_id[3].rack == "r3"
+    assert snap.broker_by_id[3].rack == "r3" and not snap.broker_by_id[3].remembered
     write_broker(writer, 9, "r1")
     assert live.wait_for(lambda s: 9 in s.broker_by_id).broker_by_id[9].alive
 

@@ -284,3 +284,22 @@ def _topic_skew(assignment: Sequence[Replicas], topic_of: Sequence[int], topics:
         per_topic.setdefault(topics[t], []).append(n)
     skew = {name: max(ns) - (min(ns) if len(ns) == len(brokers) else 0) for name, ns in sorted(per_topic.items())}
     return max(skew.values(), default=0), skew
+
+
+def excess_over_even(counts: Sequence[Sequence[float]], alive: Sequence[bool]) -> list[list[float]]:
+    """Per (topic, broker): replicas above (+) or below (-) an even spread of the topic over the alive brokers, the
+    fleet heatmap's cell. An even spread gives each alive broker floor(T/n) or ceil(T/n) of the topic's T
+    replicas: a broker within those bounds has 0, one above ceil has count - ceil, one below floor count - floor.
+    A dead broker should hold nothing: all its replicas are excess."""
+    n_alive = sum(1 for a in alive if a)
+    out = []
+    for row in counts:
+        if n_alive == 0:
+            out.append([float(c) for c in row])
+            continue
+        share = sum(row) / n_alive
+        lo, hi = math.floor(share), math.ceil(share)
+        out.append([float(c) if not up else float(c - hi) if c > hi else float(c - lo) if c < lo else 0.0
+                    for c, up in zip(row, alive)])
+    return out
+

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from core.errors import PlanError
+from core.numbers import json_int
 
 # A describe of every log dir of a large cluster is ~80 bytes a replica: 512 MiB covers ~6 million replicas.
 MAX_LOG_DIRS_BYTES = 512 * 1024 * 1024
@@ -40,7 +41,7 @@ def load_log_dirs_document(text: str | bytes, *, hint: str = "paste the output o
     if start < 0:
         raise PlanError("log-dirs data holds no JSON object", hint=hint)
     try:
-        return json.loads(text[start:])
+        return json.loads(text[start:], parse_int=json_int)
     except ValueError as e:
         raise PlanError(f"log-dirs data is not valid JSON: {e}") from None
     except RecursionError:  # thousands of nested arrays: Python's parser runs out of stack

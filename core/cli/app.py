@@ -1,7 +1,8 @@
 """`python -m core ...` (also the `keel` console script): every engine feature without the browser.
 
 Each subcommand parses its arguments, calls the engine, prints, and returns an exit status:
-0 success, 1 a KeelError (printed as `error: ...` on stderr), 2 a usage error (argparse).
+0 success, 1 a KeelError (printed as `error: ...` on stderr), 2 a usage error (argparse), 130 interrupted, and 3
+for the few commands that answer "not yet" or "not safe" (core.cli.exits: every command's --help lists its own).
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.cli import cluster, leaders, ops, reassign, topics
+from core.cli import cluster, exits, leaders, ops, reassign, topics
 from core.cli.common import quiet_kazoo
 from core.errors import KeelError
-from core.fleet import commands as fleet_commands
+from core.cli import fleet as fleet_commands
 from core.sandbox import commands as sandbox_commands
 from core.sandbox import kafka_commands
 
@@ -23,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (cluster, topics, leaders, reassign, fleet_commands, sandbox_commands, kafka_commands):
         module.register(sub)
     ops.register(sub)  # issue 18: capacity, racks, rolling restarts, JBOD, state changes, consumer groups, migration
+    exits.add_epilogs(parser)
     return parser
 
 

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from core.cli.argtypes import CONNECT, REQUEST, seconds
 from core.errors import SecretError, ValidationError
 
 if TYPE_CHECKING:
@@ -40,9 +41,9 @@ def add_zk_options(p: argparse.ArgumentParser, required: bool = True) -> None:
     g.add_argument("--zk-tls-ca", metavar="PEM", help="CA bundle: connect with TLS")
     g.add_argument("--zk-tls-cert", metavar="PEM", help="client certificate for TLS")
     g.add_argument("--zk-tls-key", metavar="PEM", help="client key for TLS")
-    g.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+    g.add_argument("--connect-timeout", type=seconds(CONNECT), default=10.0, metavar="S",
                    help="give up connecting after S seconds (default 10)")
-    g.add_argument("--write-timeout", type=float, metavar="S",
+    g.add_argument("--write-timeout", type=seconds(REQUEST), metavar="S",
                    help="wait at most S seconds for ZooKeeper to confirm a write (default: the session timeout, 15, "
                         "plus the connect timeout); past it Keel says the outcome is unknown and keeps the action "
                         "pending until a later command finds out")
@@ -57,7 +58,7 @@ def add_bootstrap_option(p: argparse.ArgumentParser, help: str) -> None:
     g.add_argument("--command-config", metavar="FILE",
                    help="Kafka client properties for the brokers (security.protocol, sasl.mechanism, "
                         "sasl.jaas.config, ssl.truststore.*): the file Kafka's own tools take")
-    g.add_argument("--kafka-timeout", type=float, default=10.0, metavar="S",
+    g.add_argument("--kafka-timeout", type=seconds(REQUEST), default=10.0, metavar="S",
                    help="give up on a broker request after S seconds (default 10)")
 
 
@@ -213,6 +214,23 @@ def resolve_host(host: str, port: int) -> frozenset[str]:
         return frozenset(str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
     except (OSError, UnicodeError):
         return frozenset({host.lower()})
+
+
+def cluster_name(args: argparse.Namespace) -> str:
+    """The name a snapshot the command line writes records: --cluster when given, else the keel.toml cluster that
+    --zk reaches however it is spelled (core.gate.identify, as a write names it in History), else the canonical
+    connect string. Never "": a snapshot file must say which cluster it holds."""
+    from core import gate
+    from core.config import ConfigError, load_cli_config
+
+    if getattr(args, "cluster", None):
+        return args.cluster
+    try:
+        config = load_cli_config()
+    except ConfigError as e:  # a read goes on; only the name falls back
+        print(f"warning: {e}; the snapshot is named by its connect string", file=sys.stderr)
+        config = None
+    return gate.identify(config, zk=args.zk, resolve=resolve_host).label
 
 
 @contextmanager

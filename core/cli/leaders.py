@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.cli.argtypes import WAIT, seconds, whole
+
 
 def _scope(args: argparse.Namespace) -> dict:
     from core.plans import parse_election
@@ -70,11 +72,11 @@ def register(sub) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--all", action="store_true", help="every partition")
     which.add_argument("--topic", metavar="T", help="the partitions of one topic")
-    which.add_argument("--broker", type=int, metavar="B", help="the partitions whose preferred leader is broker B")
+    which.add_argument("--broker", type=whole, metavar="B", help="the partitions whose preferred leader is broker B")
     which.add_argument("--path-to-json-file", metavar="F", help='{"partitions":[{"topic":"t","partition":0}]}')
     p.add_argument("--dry-run", action="store_true", help="show what would be written; write nothing")
     p.add_argument("--no-wait", action="store_true", help="do not wait for the controller's outcome")
-    p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="how long to wait for the outcome")
+    p.add_argument("--timeout", type=seconds(WAIT), default=30.0, metavar="S", help="how long to wait for the outcome")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
     p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
     p.set_defaults(func=cmd_elect)

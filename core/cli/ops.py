@@ -13,6 +13,8 @@ import json
 import sys
 import time
 
+from core.cli.argtypes import REQUEST, WAIT, seconds, whole
+from core.cli.cluster import add_min_isr_options
 from core.cli.common import add_zk_options
 from core.cli.ops_kafka import snapshot_from_args as _snapshot
 from core.errors import ValidationError
@@ -54,19 +56,13 @@ def cmd_advise_partitions(args: argparse.Namespace) -> int:
 
 def cmd_rack_skew(args: argparse.Namespace) -> int:
     from core.assignment import parse_broker_list
-    from core.capacity import rack_skew, typical_replication_factor
+    from core.capacity import cluster_rack_skew, rack_skew, skew_inputs
 
     if args.brokers:
         brokers = parse_broker_list(args.brokers)
-        rfs: list[int] = []
+        skew = rack_skew(brokers, skew_inputs(brokers, [], args.replication_factor), args.partitions)
     else:
-        snap = _snapshot(args)
-        brokers = [(b.id, b.rack) for b in snap.brokers if b.alive]
-        rfs = [t.replication_factor for t in snap.topics]
-        if not brokers:
-            raise ValidationError("no broker is registered: nothing to place on")
-    rf = args.replication_factor or typical_replication_factor(rfs, len(brokers))
-    skew = rack_skew(brokers, rf, args.partitions)
+        skew = cluster_rack_skew(_snapshot(args), args.replication_factor, args.partitions)
     if skew is None:
         print("not every broker has a rack: Kafka places replicas rack-unaware (evenly)")
         return 0
@@ -102,16 +98,24 @@ def _scope(snap, args: argparse.Namespace):
     return filter_partitions(snap, topic_regex=args.topic)
 
 
-def _min_isr(args: argparse.Namespace) -> int | None:
-    if args.min_isr_default is not None and args.min_isr_default < 1:
-        raise ValidationError(f"--min-isr-default must be at least 1, got {args.min_isr_default}")
-    return args.min_isr_default
+def _defaults(args: argparse.Namespace, snap):
+    """The brokers' own settings (--bootstrap-server), else --min-isr-default assumed; a note on stderr when the
+    figures rest on an assumption or the brokers disagree."""
+    from core.cli.cluster import broker_defaults_from_args
+    from core.health import min_isr_note
+
+    defaults = broker_defaults_from_args(args, snap.alive_broker_ids)
+    basis = min_isr_note(snap, defaults)
+    if basis.assumed or basis.differs:
+        print(f"note: {basis.text}", file=sys.stderr)
+    return defaults
 
 
 def cmd_restart_plan(args: argparse.Namespace) -> int:
     from core.restarts import restart_plan
 
-    plan = restart_plan(_scoped(args), min_isr_default=_min_isr(args))
+    snap = _scoped(args)
+    plan = restart_plan(snap, defaults=_defaults(args, snap))
     if args.json:
         _print_json(plan.to_dict())
         return 0 if plan.keeps_available else NOT_SAFE
@@ -119,7 +123,8 @@ def cmd_restart_plan(args: argparse.Namespace) -> int:
         print("no broker is running: nothing to restart")
         return 0
     print(f"restart order: {' -> '.join(map(str, plan.order))} (one broker at a time; the controller last)")
-    zk = f" --zk {args.zk}" if args.zk else ""
+    zk = (f" --zk {args.zk}" if args.zk else "") + (f" --bootstrap-server {args.bootstrap_server}"
+                                                    if args.bootstrap_server else "")
     for s in plan.steps:
         c = s.check
         moves = ", ".join(f"{n} to {'nobody' if b is None else f'broker {b}'}"
@@ -149,7 +154,7 @@ def cmd_restart_check(args: argparse.Namespace) -> int:
     if args.wait is not None and args.wait < 0:
         raise ValidationError(f"--wait must be 0 or more seconds, got {args.wait:g}")
     deadline = time.monotonic() + (args.wait or 0)
-    min_isr = _min_isr(args)
+    defaults, read_for = None, None
     with contextlib.ExitStack() as stack:
         session = None
         if args.wait and not args.snapshot and args.zk:  # one session for the whole wait
@@ -165,7 +170,9 @@ def cmd_restart_check(args: argparse.Namespace) -> int:
                 snap = _scope(read_snapshot(session), args)
             else:
                 snap = _scoped(args)
-            check = check_stop(snap, args.broker, min_isr_default=min_isr,
+            if read_for != snap.alive_broker_ids:  # a broker restarted may run with another server.properties
+                defaults, read_for = _defaults(args, snap), snap.alive_broker_ids
+            check = check_stop(snap, args.broker, defaults=defaults,
                                ignore_under_replicated=args.allow_under_replicated)
             if check.safe or not args.wait or time.monotonic() >= deadline or args.snapshot:
                 break
@@ -221,9 +228,9 @@ def register(sub) -> None:
                    help="measured producer throughput of one partition Tp")
     p.add_argument("--consumer-mbps", type=float, required=True, metavar="MB/S",
                    help="measured consumer throughput of one partition Tc")
-    p.add_argument("--brokers", type=int, metavar="N", help="broker count: round up to a multiple of it")
-    p.add_argument("--replication-factor", type=int, metavar="R", help="for the per-broker figures")
-    p.add_argument("--current-partitions", type=int, metavar="P", help="the topic's partition count today")
+    p.add_argument("--brokers", type=whole, metavar="N", help="broker count: round up to a multiple of it")
+    p.add_argument("--replication-factor", type=whole, metavar="R", help="for the per-broker figures")
+    p.add_argument("--current-partitions", type=whole, metavar="P", help="the topic's partition count today")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_advise_partitions)
 
@@ -231,8 +238,8 @@ def register(sub) -> None:
     add_zk_options(p, required=False)
     p.add_argument("--snapshot", metavar="FILE", help="a snapshot file instead of --zk")
     p.add_argument("--brokers", metavar="ID:RACK,...", help="brokers instead of a cluster, e.g. 1:a,2:a,3:b,4:c")
-    p.add_argument("--replication-factor", type=int, metavar="R", help="default: the most common one (else 3)")
-    p.add_argument("--partitions", type=int, metavar="P", help="partitions per topic (default 12 x brokers)")
+    p.add_argument("--replication-factor", type=whole, metavar="R", help="default: the most common one (else 3)")
+    p.add_argument("--partitions", type=whole, metavar="P", help="partitions per topic (default 12 x brokers)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rack_skew)
 
@@ -243,21 +250,19 @@ def register(sub) -> None:
         p = sub.add_parser(name, help=text)
         add_zk_options(p, required=False)
         p.add_argument("--snapshot", metavar="FILE", help="a snapshot file instead of --zk")
-        p.add_argument("--min-isr-default", type=int, metavar="N",
-                       help="the brokers' static min.insync.replicas (ZooKeeper shows only topic overrides and the "
-                            "dynamic cluster default; default: that, else 1)")
+        add_min_isr_options(p, "the min-ISR checks")
         p.add_argument("--topic", metavar="REGEX", help="only the partitions of topics whose whole name matches "
                                                          "(default: all; e.g. to leave out scratch topics of RF 1)")
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
         if name == "restart-check":
-            p.add_argument("--broker", type=int, required=True, metavar="B")
-            p.add_argument("--wait", type=float, metavar="S",
+            p.add_argument("--broker", type=whole, required=True, metavar="B")
+            p.add_argument("--wait", type=seconds(WAIT), metavar="S",
                            help="re-check until safe (e.g. until under-replicated = 0), for at most S seconds")
-            p.add_argument("--interval", type=float, default=1.0, metavar="S", help=argparse.SUPPRESS)
+            p.add_argument("--interval", type=seconds(REQUEST), default=1.0, metavar="S", help=argparse.SUPPRESS)
             p.add_argument("--allow-under-replicated", action="store_true",
                            help="only check availability and min ISR (e.g. with a broker down for good)")
-            p.add_argument("--limit", type=int, default=20, metavar="N", help="leadership moves listed (default 20)")
+            p.add_argument("--limit", type=whole, default=20, metavar="N", help="leadership moves listed (default 20)")
 
     p = sub.add_parser("migration", help="ZooKeeper -> KRaft migration state (/migration, the KRaft controller)")
     add_zk_options(p)

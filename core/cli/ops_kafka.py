@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from core.cli.argtypes import WAIT, seconds, shown, whole
 from core.cli.common import add_bootstrap_option, add_zk_options, kafka_admin
 from core.errors import ValidationError
 from core.model import ClusterSnapshot
@@ -102,8 +103,8 @@ def cmd_log_dirs_plan(args: argparse.Namespace) -> int:
     brokers = None
     if args.broker_list:
         items = [x.strip() for x in args.broker_list.split(",")]
-        if not all(x.isascii() and x.isdigit() for x in items):
-            raise ValidationError(f"--broker-list {args.broker_list!r} must be broker ids, e.g. 1,2,3")
+        if not all(x.isascii() and x.isdigit() and len(x) <= 10 for x in items):
+            raise ValidationError(f"--broker-list {shown(args.broker_list)} must be broker ids, e.g. 1,2,3")
         brokers = {int(x) for x in items}
     plan = plan_balance(view, replicas, brokers=brokers, max_moves=args.max_moves, busy=busy)
     doc = plan.document(replicas)
@@ -128,62 +129,49 @@ def cmd_log_dirs_execute(args: argparse.Namespace) -> int:
     text = read_input(args.reassignment_json_file, "--reassignment-json-file", limit=MAX_PLAN_BYTES,
                       what="reassignment", why="a plan of every partition of a large cluster is ~20 MiB")
     if args.dry_run:
-        return _log_dirs_moves(args, text, snapshot_from_args(args), None)
+        return _log_dirs_dry_run(args, text, snapshot_from_args(args))
     if not getattr(args, "zk", None):
         raise ValidationError("log-dirs-execute needs --zk CONNECT: every write is checked against the cluster's "
                               "live state (a ZooKeeper -> KRaft migration) and keel.toml's roles on that cluster")
     from core.cli.common import write_session
+    from core.kafka.jbod import execute, wait_moved
     from core.zk.reader import read_snapshot
 
-    with write_session(args) as w:
-        return _log_dirs_moves(args, text, read_snapshot(w.session), w)
+    with write_session(args) as w, kafka_admin(args, "moving replicas between log dirs") as admin:
+        moves = execute(admin, w.store, text, read_snapshot(w.session), cluster=w.cluster)
+        for n in moves.notes:
+            print(f"note: {n}", file=sys.stderr)
+        if not moves.requests:
+            print("nothing to move: every replica is already in its target directory")
+            return 0
+        for r in moves.requests:
+            print(f"{r.topic}-{r.partition} on broker {r.broker}: {r.current} -> {r.target}: accepted")
+        print(f"recorded as action {moves.action_id}")
+        if args.no_wait:
+            return 0
+        done, pending = wait_moved(admin, moves.requests, timeout=args.timeout)
+    if pending:
+        print(f"{len(pending)} of {len(moves.requests)} move(s) not finished within {args.timeout:g} s (the broker "
+              "copies the replica, then swaps it in): check again with python -m core log-dirs", file=sys.stderr)
+        return 1
+    print(f"all {len(done)} replica(s) are in their target directories")
+    return 0
 
 
-def _log_dirs_moves(args: argparse.Namespace, text: bytes, snap: ClusterSnapshot, w) -> int:
-    """The moves of a log-dirs plan: printed (`w` None: a dry run), or made through alterReplicaLogDirs within
-    the gate's admission `w` and recorded."""
-    from core.kafka.jbod import alter_log_dirs, describe, wait_moved
+def _log_dirs_dry_run(args: argparse.Namespace, text: bytes, snap: ClusterSnapshot) -> int:
+    """The moves a log-dirs plan would make, printed; nothing asked of the brokers but describeLogDirs."""
+    from core.kafka.jbod import describe
     from core.logdirs import parse_dir_plan
 
-    if snap.controller is not None and snap.controller.is_kraft:
-        from core.errors import KRaftControllerError
-
-        raise KRaftControllerError("A KRaft controller owns this cluster: Keel does not move log dirs during a "
-                                   "ZooKeeper -> KRaft migration")
     replicas = {(p.topic, p.partition): p.replicas for p in snap.partitions()}
     with kafka_admin(args, "moving replicas between log dirs") as admin:
         requests, notes = parse_dir_plan(text.decode("utf-8", errors="replace"), replicas, describe(admin))
-        for n in notes:
-            print(f"note: {n}", file=sys.stderr)
-        if not requests:
-            print("nothing to move: every replica is already in its target directory")
-            return 0
-        if w is None:
-            for r in requests:
-                print(f"would move {r.topic}-{r.partition} on broker {r.broker}: {r.current} -> {r.target}")
-            return 0
-        answers = alter_log_dirs(admin, requests)
-        failed = {k: e for k, e in answers.items() if e is not None}
-        summary = f"move {len(requests)} replica(s) between log directories"
-        w.store.record(cluster=w.cluster, kind="log-dir-move",
-                       target=",".join(sorted({r.topic for r in requests})), summary=summary,
-                       payload={"plan": json.loads(text), "requests": [r.__dict__ for r in requests]}, ok=not failed,
-                       result="accepted by the brokers" if not failed else
-                       "; ".join(f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(failed.items())))
-        for r in requests:
-            err = answers[(r.topic, r.partition, r.broker)]
-            print(f"{r.topic}-{r.partition} on broker {r.broker}: {r.current} -> {r.target}: "
-                  + ("accepted" if err is None else f"refused ({err})"))
-        if failed:
-            return 1
-        if args.no_wait:
-            return 0
-        done, pending = wait_moved(admin, requests, timeout=args.timeout)
-    if pending:
-        print(f"{len(pending)} of {len(requests)} move(s) not finished within {args.timeout:g} s (the broker copies "
-              "the replica, then swaps it in): check again with python -m core log-dirs", file=sys.stderr)
-        return 1
-    print(f"all {len(done)} replica(s) are in their target directories")
+    for n in notes:
+        print(f"note: {n}", file=sys.stderr)
+    if not requests:
+        print("nothing to move: every replica is already in its target directory")
+    for r in requests:
+        print(f"would move {r.topic}-{r.partition} on broker {r.broker}: {r.current} -> {r.target}")
     return 0
 
 
@@ -228,8 +216,8 @@ def _partitions(values: list[str] | None) -> list[int] | None:
     out = []
     for v in values:
         for item in v.split(","):
-            if not item.strip().isdigit():
-                raise ValidationError(f"--partition {item!r} is not a partition number")
+            if not item.strip().isdigit() or len(item.strip()) > 10:
+                raise ValidationError(f"--partition {shown(item)} is not a partition number")
             out.append(int(item))
     return out
 
@@ -241,7 +229,7 @@ def cmd_state_changes(args: argparse.Namespace) -> int:
     logs = []
     for spec in args.files:
         label, eq, path = spec.partition("=")
-        if not eq or not label.isdigit():
+        if not eq or not label.isdigit() or len(label) > 10:
             label, path = spec, spec
             broker = None
         else:
@@ -280,7 +268,7 @@ def register(sub) -> None:
     add_zk_options(p, required=False)
     p.add_argument("--snapshot", metavar="FILE", help="the cluster's snapshot instead of --zk (current replicas)")
     p.add_argument("--broker-list", metavar="1,2,3", help="only these brokers")
-    p.add_argument("--max-moves", type=int, metavar="N", help="at most N replica moves")
+    p.add_argument("--max-moves", type=whole, metavar="N", help="at most N replica moves")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the plan, or - for stdout")
     p.set_defaults(func=cmd_log_dirs_plan)
 
@@ -292,7 +280,7 @@ def register(sub) -> None:
     p.add_argument("--reassignment-json-file", required=True, metavar="FILE")
     p.add_argument("--dry-run", action="store_true", help="show the moves; change nothing")
     p.add_argument("--no-wait", action="store_true", help="do not wait for the brokers to finish the copies")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="how long to wait (default 120)")
+    p.add_argument("--timeout", type=seconds(WAIT), default=120.0, metavar="S", help="how long to wait (default 120)")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
     p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
     p.set_defaults(func=cmd_log_dirs_execute)

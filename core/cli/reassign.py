@@ -14,16 +14,14 @@ import argparse
 import json
 import sys
 
+from core.cli.argtypes import id_list, whole
 from core.errors import ValidationError
 
 
 def _ids(text: str | None, what: str) -> tuple[int, ...] | None:
     if text is None:
         return None
-    try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise ValidationError(f"{what} must be comma-separated broker ids, got {text!r}") from None
+    return id_list(text, what)
 
 
 def _write(path: str, text: str, option: str = "-o") -> None:
@@ -43,11 +41,13 @@ def _read_plan_input(path: str, option: str, what: str) -> bytes:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from core.balance import STRATEGIES, import_plan
+    from core.balance import import_plan
+    from core.balance.costs import copy_seconds
+    from core.balance.requests import plan
     from core.balance.sizes import MAX_LOG_DIRS_BYTES, parse_log_dirs
     from core.cli.io import check_output, naming_problems, print_problems, read_input
     from core.model import MAX_SNAPSHOT_BYTES, ClusterSnapshot
-    from core.plans import parse_topics_to_move, settled
+    from core.plans import parse_topics_to_move
 
     if args.output is None and not args.import_file:
         raise ValidationError("give the plan's output file: -o FILE (or - for stdout)")
@@ -86,11 +86,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         result, plan_json, rollback_json = imported.result, imported.plan.to_json(), imported.rollback.to_json()
         warnings = imported.warnings
     else:
-        # A running reassignment is planned as finished, as the Reassign page plans it: partitions that are
-        # moving hold target + origin replicas, and counting those would move replicas that are about to go.
-        snap = settled(snap)
+        # core.balance.requests: the request and the settled cluster (a running reassignment counted as done), as
+        # the Reassign page plans
         with naming_problems(snap):
-            result = STRATEGIES[args.strategy](snap, _request(args, topics, sizes))
+            result = plan(snap, args.strategy, _request(args, snap, topics, sizes))
         plan_json, rollback_json, warnings = result.reassignment_json(), result.rollback_json(), result.warnings
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -106,22 +105,43 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"replica spread {r.replicas[0].spread:g} -> {r.replicas[1].spread:g}, "
           f"leader spread {r.leaders[0].spread:g} -> {r.leaders[1].spread:g}, "
           f"rack violations {r.rack_violations[0]} -> {r.rack_violations[1]}", file=sys.stderr)
+    seconds = copy_seconds(result, sizes, snap, args.throttle)
+    if args.throttle and seconds is not None:
+        print(f"copy time at {args.throttle:,} B/s: about {seconds:,.0f} s (the busiest broker's bytes per wave / "
+              "throttle, waves one after another)", file=sys.stderr)
+    elif args.throttle:
+        print("copy time: unknown without partition sizes (--sizes or --bootstrap-server)", file=sys.stderr)
     if args.output:
         _write(args.output, plan_json)
     if args.rollback_output:
         _write(args.rollback_output, rollback_json, "--rollback-output")
     if args.report:
-        _write(args.report, json.dumps(result.to_dict(), indent=2), "--report")
+        _write(args.report, json.dumps(_report(result, snap, sizes, args.throttle, seconds), indent=2), "--report")
     return 0
 
 
-def _request(args: argparse.Namespace, topics, sizes):
-    from core.balance import PlanRequest
+def _report(result, snap, sizes, throttle: int | None, seconds: float | None) -> dict:
+    """The plan's report (PlanResult.to_dict), the copy time at --throttle and the per-broker loads before / after
+    (core.balance.shape: what the Reassign page draws)."""
+    from core.balance.shape import broker_loads, shown_brokers
 
-    return PlanRequest(
-        topics=topics, target_brokers=_ids(args.broker_list, "--broker-list"),
-        drain_brokers=_ids(args.exclude_brokers, "--exclude-brokers") or (),
-        replication_factor=args.replication_factor, partition_sizes=sizes,
+    before = {k: result.rollback.get(k, v) for k, v in result.target.items()}
+    brokers = shown_brokers(snap, before, result.target)
+    loads = broker_loads(before, result.target, brokers, sizes)
+    return {**result.to_dict(), "throttle": throttle, "copy_seconds": seconds,
+            "brokers": [{"broker": b, "replicas": [loads.replicas[0][i], loads.replicas[1][i]],
+                         "preferred_leaders": [loads.leaders[0][i], loads.leaders[1][i]],
+                         **({"bytes": [loads.bytes[0][i], loads.bytes[1][i]]} if loads.bytes else {})}
+                        for i, b in enumerate(brokers)]}
+
+
+def _request(args: argparse.Namespace, snap, topics, sizes):
+    from core.balance.requests import plan_request
+
+    return plan_request(
+        snap, args.strategy, topics=topics, target_brokers=_ids(args.broker_list, "--broker-list"),
+        drain=_ids(args.exclude_brokers, "--exclude-brokers") or (),
+        replication_factor=args.replication_factor, sizes=sizes,
         max_moves=args.max_moves, seed=args.seed, rack_aware=not args.disable_rack_aware,
         per_topic_spread=args.per_topic_spread, wave_partitions=args.wave_partitions,
         wave_broker_moves=args.wave_broker_moves)
@@ -157,13 +177,27 @@ def cmd_execute(args: argparse.Namespace) -> int:
                            accept_risks=e.risks)
     for warning in done.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print("Current partition replica assignment\n\n" + done.rollback.to_json()
-          + "\n\nSave this to use as the --reassignment-json-file option during rollback")
-    print(f"Successfully started reassignment of {done.partitions} partitions "
-          f"(action {done.action_id}; `python -m core rollback --action {done.action_id}` once it completes)"
+    # One rollback instruction: Keel's (the action history keeps the current assignment and the throttle it ran
+    # with). Kafka's "Save this to use as the --reassignment-json-file option during rollback" beside it told the
+    # operator to do by hand what `rollback --action` does.
+    print(f"Current partition replica assignment (saved as the rollback of action {done.action_id})\n\n"
+          + done.rollback.to_json() + "\n")
+    print(f"Successfully started reassignment of {done.partitions} partitions (action {done.action_id})"
           + (f"; throttle {done.throttles.rate:,} B/s on brokers {','.join(map(str, done.throttles.brokers))}"
              if done.throttles else ""))
+    print(f"To roll it back once it has completed: {rollback_command(args, done.action_id)}")
     return 0
+
+
+def rollback_command(args: argparse.Namespace, action_id: int) -> str:
+    """The rollback of `action_id`, shell-quoted, with the --zk, --cluster and --store execute was given."""
+    import shlex
+
+    argv = ["python", "-m", "core", "rollback", "--zk", args.zk, "--action", str(action_id)]
+    for option, value in (("--cluster", args.cluster), ("--store", args.store)):
+        if value:
+            argv += [option, value]
+    return shlex.join(argv)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -252,21 +286,25 @@ def register(sub) -> None:
     p.add_argument("--topics-to-move-json-file", metavar="F", help='{"topics":[{"topic":"t"}],"version":1}')
     p.add_argument("--broker-list", metavar="1,2,3", help="target brokers (default: every alive broker)")
     p.add_argument("--exclude-brokers", metavar="4,5", help="brokers to drain")
-    p.add_argument("--replication-factor", type=int, metavar="R", help="change every planned topic's RF to R")
+    p.add_argument("--replication-factor", type=whole, metavar="R", help="change every planned topic's RF to R")
     p.add_argument("--sizes", metavar="LOGDIRS.json", help="kafka-log-dirs.sh --describe output, for byte balance")
     add_bootstrap_option(p, "read the partition sizes from the brokers (Admin API describeLogDirs) instead of "
                             "a --sizes file")
-    p.add_argument("--max-moves", type=int, metavar="N", help="move at most N replicas")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-moves", type=whole, metavar="N", help="move at most N replicas")
+    p.add_argument("--seed", type=whole, default=0)
     p.add_argument("--disable-rack-aware", action="store_true")
     p.add_argument("--per-topic-spread", action="store_true", help="also spread each topic evenly (more moves)")
-    p.add_argument("--wave-partitions", type=int, metavar="K", help="waves of at most K moving partitions")
-    p.add_argument("--wave-broker-moves", type=int, metavar="L", help="waves of at most L moves per broker")
+    p.add_argument("--wave-partitions", type=whole, metavar="K", help="waves of at most K moving partitions")
+    p.add_argument("--wave-broker-moves", type=whole, metavar="L", help="waves of at most L moves per broker")
     p.add_argument("--import", dest="import_file", metavar="FILE",
                    help="validate and score a reassignment JSON made elsewhere (same report; -o is optional)")
     p.add_argument("-o", "--output", metavar="FILE", help="the plan (reassignment JSON), - for stdout")
     p.add_argument("--rollback-output", metavar="FILE", help="the current assignment of the changed partitions")
-    p.add_argument("--report", metavar="FILE", help="the metrics report (JSON)")
+    p.add_argument("--report", metavar="FILE", help="the metrics report (JSON): the plan's metrics, the per-broker "
+                                                    "loads before / after and, with --throttle, the copy time")
+    p.add_argument("--throttle", type=whole, metavar="BYTES_PER_S",
+                   help="estimate the copy time at this replication throttle (needs partition sizes: --sizes or "
+                        "--bootstrap-server), as the Reassign page does")
     p.set_defaults(func=cmd_plan)
 
     for name, fn, helptext in (("execute", cmd_execute, "start a reassignment (kafka-reassign-partitions --execute)"),
@@ -275,7 +313,7 @@ def register(sub) -> None:
         add_zk_options(p)
         p.add_argument("--reassignment-json-file", required=True, metavar="F")
         if name == "execute":
-            p.add_argument("--throttle", type=int, metavar="BYTES_PER_S", help="replication throttle")
+            p.add_argument("--throttle", type=whole, metavar="BYTES_PER_S", help="replication throttle")
             p.add_argument("--accept-risk", action="store_true",
                            help="execute even though Keel warned of a risk (a partition with no live in-sync "
                                 "replica: the reassignment cannot complete until its broker returns); accepts the "
@@ -291,10 +329,10 @@ def register(sub) -> None:
                                    "ran with unless --throttle or --no-throttle says otherwise; verify removes the "
                                    "throttle once it is complete.")
     add_zk_options(p)
-    p.add_argument("--action", type=int, required=True, metavar="ID",
+    p.add_argument("--action", type=whole, required=True, metavar="ID",
                    help="the reassignment's action id (printed by execute; History lists them)")
     rate = p.add_mutually_exclusive_group()
-    rate.add_argument("--throttle", type=int, metavar="BYTES_PER_S",
+    rate.add_argument("--throttle", type=whole, metavar="BYTES_PER_S",
                       help="replication throttle of the rollback in bytes/s, set on the brokers and topics involved "
                            "as execute --throttle does (default: the rate the reassignment ran with, from the action "
                            "history; none if it ran unthrottled)")

@@ -13,6 +13,8 @@ import json
 import random
 import sys
 
+from core.cli.argtypes import whole
+from core.cli.cluster import add_min_isr_options, broker_defaults_from_args
 from core.errors import RiskNotAcceptedError, ValidationError
 
 
@@ -92,12 +94,13 @@ def cmd_create_topic(args: argparse.Namespace) -> int:
     with write_session(args) as w:
         snap, _ = live_state(w.session)
         refuse_unreadable(snap, args.topic, f"create topic {args.topic}")
+        defaults = broker_defaults_from_args(args, snap.alive_broker_ids)  # the brokers' min.insync.replicas
         with naming_problems(snap):
             draft = draft_create_topic(
                 snap, args.topic, partitions=args.partitions, replication_factor=args.replication_factor,
                 config=_config_pairs(args.config), replica_assignment=args.replica_assignment,
                 rack_mode="disabled" if args.disable_rack_aware else "enforced", rng=random.Random(seed),
-                fixed_start_index=args.fixed_start_index)
+                fixed_start_index=args.fixed_start_index, defaults=defaults)
         for warning in draft.warnings:
             print(warning, file=sys.stderr)
         _show_risks(draft.risks, args.accept_risk)
@@ -113,7 +116,8 @@ def cmd_create_topic(args: argparse.Namespace) -> int:
                 print("would be refused without --accept-risk (see the warnings)", file=sys.stderr)
             return 0
         accepted = _accepted_risks(draft.risks, args)
-        done = create_topic(w.session, w.store, draft, cluster=w.cluster, accept_risks=accepted)
+        done = create_topic(w.session, w.store, draft, cluster=w.cluster, accept_risks=accepted,
+                            defaults=defaults)
     print(done.summary)
     # create_topic writes the draft's placement as an explicit assignment: this is what the topic node holds
     print(_assignment_lines(draft.assignment))
@@ -155,7 +159,8 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
     with write_session(args) as w:
         snap, _ = live_state(w.session)
         refuse_unreadable(snap, args.topic, f"alter the config of topic {args.topic}", config=True)
-        draft = draft_alter_config(snap, args.topic, set=sets, delete=deletes)
+        defaults = broker_defaults_from_args(args, snap.alive_broker_ids)  # the brokers' min.insync.replicas
+        draft = draft_alter_config(snap, args.topic, set=sets, delete=deletes, defaults=defaults)
         _show_risks(draft.risks, args.accept_risk)
         if args.dry_run:
             print(json.dumps({"topic": draft.name, "old": draft.old, "new": draft.new,
@@ -165,7 +170,7 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
             return 0
         accepted = _accepted_risks(draft.risks, args)
         done = alter_config(w.session, w.store, args.topic, sets, deletes, cluster=w.cluster,
-                            accept_risks=accepted)
+                            accept_risks=accepted, defaults=defaults)
     print(done.summary)
     return 0
 
@@ -199,23 +204,24 @@ def register(sub) -> None:
     p = sub.add_parser("create-topic", help="create a topic with Kafka's exact replica assignment")
     _common(p)
     p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int, metavar="N")
-    p.add_argument("--replication-factor", type=int, metavar="R")
+    p.add_argument("--partitions", type=whole, metavar="N")
+    p.add_argument("--replication-factor", type=whole, metavar="R")
     p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement, as kafka-topics takes it")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="topic config override (repeatable)")
     p.add_argument("--disable-rack-aware", action="store_true")
-    p.add_argument("--fixed-start-index", type=int, default=-1, metavar="I",
+    p.add_argument("--fixed-start-index", type=whole, default=-1, metavar="I",
                    help="Kafka's start index (and follower shift): the placement is then fixed, no random draw")
-    p.add_argument("--seed", type=int, metavar="N",
+    p.add_argument("--seed", type=whole, metavar="N",
                    help="seed of the random start index and follower shift, so that a run places the replicas as "
                         "an earlier one did (every run prints the seed of its placement; default: a new draw)")
     _accept_risk(p)
+    add_min_isr_options(p, "the min.insync.replicas risk of a topic without an override")
     p.set_defaults(func=cmd_create_topic)
 
     p = sub.add_parser("add-partitions", help="grow a topic to N partitions (Kafka's placement)")
     _common(p)
     p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int, required=True, metavar="N", help="the new total")
+    p.add_argument("--partitions", type=whole, required=True, metavar="N", help="the new total")
     p.add_argument("--replica-assignment", metavar="B:B,B:B", help="explicit placement of the new partitions")
     p.set_defaults(func=cmd_add_partitions)
 
@@ -225,6 +231,7 @@ def register(sub) -> None:
     p.add_argument("--add-config", action="append", metavar="KEY=VALUE")
     p.add_argument("--delete-config", metavar="KEY[,KEY]")
     _accept_risk(p)
+    add_min_isr_options(p, "the min.insync.replicas risk of a topic without an override")
     p.set_defaults(func=cmd_alter_config)
 
     p = sub.add_parser("delete-topic", help="mark a topic for deletion (/admin/delete_topics)")

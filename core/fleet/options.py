@@ -1,4 +1,4 @@
-"""The command-line options of a fleet run, shared by `python -m core fleet run` (core.fleet.commands) and
+"""The command-line options of a fleet run, shared by `python -m core fleet run` (core.cli.fleet) and
 `spark-submit core/fleet/jobs.py`, so that neither imports the other."""
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ ZooKeeper holds assignments, leaders and configs; what only the brokers know com
 * `log_dirs()` / `partition_sizes()`: describeLogDirs of every live broker, the same document
   `kafka-log-dirs.sh --describe` prints (core.kafka.logdirs), so plans get real sizes without a file upload;
 * `reassignments()`: listPartitionReassignments (Kafka 2.4+), the reassignments the controller is running;
+* `broker_configs(brokers)`: describeConfigs of each broker's own settings with their sources and synonyms (Kafka
+  1.1+): server.properties and Kafka's defaults, which ZooKeeper does not hold (core.kafka.broker_configs);
 * `cancel_reassignments(keys)`: alterPartitionReassignments with no target (Kafka 2.4+, KIP-455), the only way
   to stop a running reassignment; the controller moves each partition back to its original replicas and drops
   it from /admin/reassign_partitions.
@@ -28,7 +30,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import kafka.errors as kerrors
 from kafka import TopicPartition as _TP
-from kafka.admin import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, ConfigSourceType, KafkaAdminClient
 
 from core.errors import KeelError
 from core.kafka.bootstrap import parse_bootstrap
@@ -44,6 +46,9 @@ _ALTER_REASSIGNMENTS = 45  # Kafka's ApiKeys.ALTER_PARTITION_REASSIGNMENTS
 _LIST_REASSIGNMENTS = 46
 
 TopicPartition = tuple[str, int]
+# one broker property as a broker describes it: (value, source, ((synonym, value, source), ...)), sources named as
+# Kafka names them (STATIC_BROKER_CONFIG, ...), synonyms in Kafka's order of precedence
+BrokerConfig = tuple[str | None, str, tuple[tuple[str, str | None, str], ...]]
 
 
 class KafkaAdminError(KeelError):
@@ -312,6 +317,77 @@ class KafkaAdmin:
         got: Mapping = {(tp.topic, tp.partition): err for tp, err in answer.items()}
         return {k: (None if got[k] is None else _describe(got[k])) if k in got
                 else "the controller did not answer for this partition" for k in keys}
+
+
+    # --- the brokers' own settings ----------------------------------------------------------------------
+
+    def broker_configs(self, brokers: Iterable[int], names: Sequence[str] | None = None
+                       ) -> dict[int, dict[str, BrokerConfig] | str]:
+        """describeConfigs of each broker's BROKER resource with synonyms (DescribeConfigs v1, Kafka 1.1+): {broker:
+        {property: BrokerConfig}}, or for a broker that did not answer, why. A broker resource is answered only by
+        that broker (ConfigHelper: "Unexpected broker id"): one request per broker, all in flight at once, the whole
+        bounded by the client's timeout. `names`: only these properties (None: every one)."""
+        ids = sorted({int(b) for b in brokers})
+        if not ids:
+            return {}
+        ms = int(self.timeout * 1000)
+        manager = self._admin._manager
+        keys = list(names) if names else None
+
+        async def ask() -> dict[int, object]:
+            pending: dict[int, object] = {}
+            for b in ids:
+                request = _Client._describe_configs_request(
+                    [ConfigResource(ConfigResourceType.BROKER, str(b), keys)], include_synonyms=True)
+                try:
+                    pending[b] = manager.send(request, node_id=b)
+                except Exception as e:  # not in the metadata (UnknownBrokerIdError), not ready
+                    pending[b] = e
+            answers: dict[int, object] = {}
+            for b, sent in pending.items():
+                if isinstance(sent, Exception):
+                    answers[b] = sent
+                    continue
+                try:
+                    answers[b] = await manager.wait_for(sent, ms)
+                except Exception as e:  # one broker's failure is that broker's answer
+                    answers[b] = e
+            return answers
+
+        with self._translate("describe the brokers' configs"):
+            answers = manager.run(ask)
+        return {b: _broker_answer(b, answer) for b, answer in answers.items()}
+
+
+def _source(code: object) -> str:
+    try:
+        return ConfigSourceType(int(code)).name
+    except (TypeError, ValueError):
+        return "UNKNOWN"
+
+
+def _broker_answer(broker: int, answer: object) -> dict[str, BrokerConfig] | str:
+    """One broker's DescribeConfigs response as {property: BrokerConfig}, or why there is none."""
+    if isinstance(answer, kerrors.UnknownBrokerIdError):
+        return f"broker {broker} is not in the brokers' metadata (not running?)"
+    if isinstance(answer, kerrors.KafkaTimeoutError):
+        return f"no answer in time ({answer})"
+    if isinstance(answer, Exception):
+        return _describe(answer)
+    results = getattr(answer, "results", None) or []
+    if not results:
+        return f"broker {broker} answered nothing"
+    result = results[0]
+    code = int(getattr(result, "error_code", 0) or 0)
+    if code:
+        message = getattr(result, "error_message", None)
+        return _describe(kerrors.for_code(code)) + (f" ({message})" if message else "")
+    out: dict[str, BrokerConfig] = {}
+    for entry in result.configs:
+        c = entry.to_dict()
+        syns = tuple((str(x["name"]), x.get("value"), _source(x.get("source"))) for x in c.get("synonyms") or ())
+        out[str(c["name"])] = (c.get("value"), _source(c.get("config_source")), syns)
+    return out
 
 
 def connect(bootstrap: str | Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,

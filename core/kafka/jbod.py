@@ -9,13 +9,17 @@ target directory (isFuture) and swaps it in once it has caught up.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Callable, Iterable, Mapping
 
 from kafka.structs import TopicPartitionReplica
 
 import kafka.errors as kerrors
+from core.errors import KRaftControllerError, ReassignmentInProgressError, ValidationError
 from core.kafka.admin import KafkaAdmin
-from core.logdirs import DirRequest, JbodView, view_from_document
+from core.logdirs import DirRequest, JbodView, load_plan, parse_dir_plan, view_from_document
+from core.model import ClusterSnapshot
+from core.store import Store
 
 Key = tuple[str, int, int]  # topic, partition, broker
 
@@ -66,4 +70,57 @@ def wait_moved(admin: KafkaAdmin, requests: Iterable[DirRequest], *, timeout: fl
         time.sleep(interval)
 
 
-__all__ = ["describe", "alter_log_dirs", "wait_moved"]
+@dataclass(frozen=True)
+class DirMoves:
+    """What `execute` asked of the brokers: the moves, the notes about entries with nothing to do, and the action
+    that records them (None when there was nothing to move)."""
+
+    action_id: int | None
+    requests: tuple[DirRequest, ...]
+    notes: tuple[str, ...]
+
+
+def execute(admin: KafkaAdmin, store: Store, plan: str | bytes | Mapping, snapshot: ClusterSnapshot, *,
+            cluster: str, actor: str | None = None) -> DirMoves:
+    """Move replicas between the log directories of their broker as the `log_dirs` of `plan` (reassignment JSON)
+    say: re-checked against `snapshot` (the live assignment, read right before) and the brokers' directories
+    (describeLogDirs, read now), recorded pending before the request and finished with the brokers' answer, as
+    core.zk.reassign.execute records a reassignment. Refused while a KRaft controller owns the cluster and for a
+    partition being reassigned (its replicas are moving between brokers). ValidationError (nothing recorded as
+    applied) when a broker refuses a move; the caller follows the copies with `wait_moved`."""
+    if snapshot.controller is not None and snapshot.controller.is_kraft:
+        raise KRaftControllerError("A KRaft controller owns this cluster: Keel does not move log dirs during a "
+                                   "ZooKeeper -> KRaft migration")
+    document = load_plan(plan)
+    busy = {(p.topic, p.partition) for p in snapshot.partitions() if p.adding_replicas or p.removing_replicas}
+    busy |= {(r.topic, r.partition) for r in snapshot.in_progress.reassignment}
+    entries = document.get("partitions") if isinstance(document, Mapping) else None
+    named = {(e.get("topic"), e.get("partition")) for e in entries or () if isinstance(e, Mapping)}
+    moving = sorted(named & busy)
+    if moving:
+        raise ReassignmentInProgressError(
+            "partition(s) " + ", ".join(f"{t}-{p}" for t, p in moving[:5]) + (" ..." if len(moving) > 5 else "")
+            + " are being reassigned between brokers: move their log directories once that is done; nothing was "
+              "written")
+    replicas = {(p.topic, p.partition): p.replicas for p in snapshot.partitions()}
+    requests, notes = parse_dir_plan(document, replicas, describe(admin))
+    if not requests:
+        return DirMoves(None, (), tuple(notes))
+    action_id = store.begin(cluster=cluster, kind="log-dir-move", target=",".join(sorted({r.topic for r in requests})),
+                            summary=f"move {len(requests)} replica(s) between log directories",
+                            payload={"plan": document, "requests": [asdict(r) for r in requests]}, actor=actor)
+    try:
+        answers = alter_log_dirs(admin, requests)
+    except Exception as e:
+        store.finish(action_id, ok=False, result=str(e))
+        raise
+    failed = {k: e for k, e in answers.items() if e is not None}
+    refusals = "; ".join(f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(failed.items()))
+    store.finish(action_id, ok=not failed, result="accepted by the brokers" if not failed else refusals)
+    if failed:
+        raise ValidationError(f"the brokers refused {len(failed)} of {len(requests)} move(s): {refusals} "
+                              f"(action #{action_id} in History)")
+    return DirMoves(action_id, tuple(requests), tuple(notes))
+
+
+__all__ = ["DirMoves", "describe", "alter_log_dirs", "execute", "wait_moved"]

@@ -9,23 +9,34 @@ topic-level key with its type, default and validator; `ConfigDef.parseType` for 
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from core.errors import (
     InvalidConfigurationError,
     ValidationError,
 )
+from core.numbers import clip, quoted
+from core.topics.javaparse import (  # noqa: F401  (re-exported: drafts and the dashboard import them from here)
+    _JAVA_CLASS,
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    SHORT_MAX,
+    _java_double,
+    _java_int,
+    _java_list,
+    _java_list_str,
+    _java_trim,
+    java_double_str,
+)
 
 
 Version = tuple[int, int]
 
-INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
-LONG_MIN, LONG_MAX = -(2 ** 63), 2 ** 63 - 1
-SHORT_MAX = 2 ** 15 - 1
+# Value parsing, the way Kafka's ConfigDef.parseType does it: core.topics.javaparse (re-exported here).
 
 # =============================================================================================
 # Kafka versions
@@ -37,9 +48,9 @@ def parse_kafka_version(version: str | Sequence[int] | None) -> Version | None:
     if version is None:
         return None
     if isinstance(version, str):
-        m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?(?:[-.][0-9A-Za-z.-]*)?\s*", version)
+        m = re.fullmatch(r"\s*(\d{1,9})\.(\d{1,9})(?:\.\d+)?(?:[-.][0-9A-Za-z.-]*)?\s*", version)
         if not m:
-            raise ValidationError(f"not a Kafka version: {version!r} (expected e.g. 2.8 or 3.9.1)")
+            raise ValidationError(f"not a Kafka version: {quoted(version)} (expected e.g. 2.8 or 3.9.1)")
         return int(m.group(1)), int(m.group(2))
     try:
         major, minor = (int(x) for x in tuple(version)[:2])
@@ -52,90 +63,17 @@ def _fmt_version(v: Version) -> str:
     return f"{v[0]}.{v[1]}"
 
 
-# =============================================================================================
-# Value parsing, the way Kafka's ConfigDef.parseType does it
-# =============================================================================================
-
-
-def _java_trim(s: str) -> str:
-    """String.trim(): strips code points <= U+0020 only (not Python's wider notion of whitespace)."""
-    start, end = 0, len(s)
-    while start < end and s[start] <= " ":
-        start += 1
-    while end > start and s[end - 1] <= " ":
-        end -= 1
-    return s[start:end]
-
-
-# Integer.parseInt / Long.parseLong: an optional sign, then decimal digits (Character.digit accepts any Unicode
-# decimal digit, and so does Python's int()).
-_JAVA_INTEGER = re.compile(r"[+-]?\d+")
-# Double.parseDouble (FloatingDecimal.readJavaFormatString): ASCII only; decimal or hex with a binary exponent;
-# an optional f/F/d/D suffix; NaN and Infinity (no suffix).
-_JAVA_DOUBLE = re.compile(
-    r"(?P<sign>[+-]?)(?:(?P<special>NaN|Infinity)|(?P<num>(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
-    r"|0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?\d+))[fFdD]?)", re.ASCII)
-# A Java binary class name, for the CLASS type (no topic config uses it; the class itself cannot be loaded here).
-_JAVA_CLASS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
-
-
-def _java_int(text: str, lo: int, hi: int) -> int | None:
-    if not _JAVA_INTEGER.fullmatch(text):
-        return None
-    value = int(text)
-    return value if lo <= value <= hi else None
-
-
-def _java_double(text: str) -> float | None:
-    m = _JAVA_DOUBLE.fullmatch(text)
-    if not m:
-        return None
-    sign = -1.0 if m.group("sign") == "-" else 1.0
-    if m.group("special") == "NaN":
-        return math.nan
-    if m.group("special") == "Infinity":
-        return sign * math.inf
-    num = m.group("num")
-    if num[:2] in ("0x", "0X"):
-        return sign * float.fromhex(num)
-    return sign * float(num)  # "1e400" is Infinity in Java and in Python alike
-
-
-def java_double_str(x: float) -> str:
-    """Double.toString: plain notation for 1e-3 <= |x| < 1e7 (at least one fraction digit), else d.dddE±n."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
-    sign = "-" if x < 0 else ""
-    d = Decimal(repr(abs(x)))  # repr gives the shortest round-tripping digits, as Java 19+ does
-    digits = "".join(map(str, d.as_tuple().digits)).rstrip("0") or "0"
-    exp = d.adjusted()
-    if 1e-3 <= abs(x) < 1e7:
-        if exp >= 0:
-            whole = digits[:exp + 1].ljust(exp + 1, "0")
-            frac = digits[exp + 1:] or "0"
-        else:
-            whole, frac = "0", "0" * (-exp - 1) + digits
-        return f"{sign}{whole}.{frac}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"
-
-
-def _java_list_str(items: Sequence[str]) -> str:
-    return "[" + ", ".join(items) + "]"
-
-
 def _config_error(key: str, message: str, *, hint: str | None = None) -> InvalidConfigurationError:
     err = InvalidConfigurationError(message, hint=hint)
     err.key = key  # the dashboard highlights the offending field
     return err
 
 
-def _invalid(key: str, shown_value: Any, reason: str | None) -> InvalidConfigurationError:
-    """ConfigException(name, value, message): "Invalid value <value> for configuration <name>: <message>"."""
-    return _config_error(key, f"Invalid value {shown_value} for configuration {key}" + (f": {reason}" if reason else ""))
+def _invalid(key: str, shown: Any, reason: str | None) -> InvalidConfigurationError:
+    """ConfigException(name, value, message): "Invalid value <value> for configuration <name>: <message>" (a long
+    value cut to its start and length: Kafka quotes it whole)."""
+    return _config_error(key, f"Invalid value {clip(str(shown))} for configuration {key}"
+                         + (f": {reason}" if reason else ""))
 
 
 # =============================================================================================
@@ -347,7 +285,7 @@ class ConfigDef:
             if value is None:
                 raise _invalid(self.name, raw, "Not a number of type DOUBLE")
         elif kind == "list":
-            value = [] if not text else re.split(r"\s*,\s*", text)
+            value = [] if not text else _java_list(text)
         elif kind == "class":
             if not _JAVA_CLASS.fullmatch(text):
                 raise _invalid(self.name, raw, f"Class {raw} could not be found.")

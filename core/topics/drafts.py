@@ -22,6 +22,7 @@ from random import Random
 from typing import Any, Iterable, Mapping, Sequence
 
 from core.assignment import RackAwareMode, add_partitions_assignment, assign_replicas, brokers_for_mode
+from core.broker_defaults import ASSUMED, DYNAMIC_DEFAULT, BrokerDefaults, broker_min_isr
 from core.errors import (
     AdminOperationError,
     BusyError,
@@ -37,6 +38,7 @@ from core.errors import (
     ValidationError,
 )
 from core.model import ClusterSnapshot, Topic
+from core.numbers import clip
 from core.topics.configdef import (
     INT_MAX,
     INT_MIN,
@@ -100,8 +102,8 @@ def parse_replica_assignment(text: str) -> Assignment:
             broker = _java_int(_java_trim(token), INT_MIN, INT_MAX)
             if broker is None:
                 raise InvalidReplicaAssignmentError(
-                    f'Invalid replica assignment "{text}": partition {i} has a broker id that is not an integer: '
-                    f'"{_java_trim(token)}" ({_ASSIGNMENT_USAGE})')
+                    f'Invalid replica assignment "{clip(text)}": partition {i} has a broker id that is not an '
+                    f'integer: "{clip(_java_trim(token))}" ({_ASSIGNMENT_USAGE})')
             brokers.append(broker)
         duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
         if duplicates:
@@ -216,16 +218,54 @@ def effective_min_isr(config: Mapping[str, str], broker_defaults: Mapping[str, s
     return 1
 
 
+def brokers_min_isr(snapshot: ClusterSnapshot, brokers: Iterable[int], defaults: BrokerDefaults | None = None
+                    ) -> tuple[int, str, tuple[int, ...]]:
+    """The highest min.insync.replicas `brokers` apply to a topic without an override (each leader enforces its
+    own: core.broker_defaults), where it comes from in words, and the brokers applying it (() when all do)."""
+    defaults = defaults if defaults is not None else BrokerDefaults()
+    found = [(broker_min_isr(defaults, snapshot.broker_configs, b), b) for b in sorted(set(brokers))] \
+        or [(broker_min_isr(defaults, snapshot.broker_configs, None), None)]
+    top = max(m.value for m, _ in found)
+    at = [(m, b) for m, b in found if m.value == top]
+    scope = () if len(at) == len(found) else tuple(b for _, b in at)
+    m, broker = at[0]
+    if m.source == ASSUMED:
+        return top, f"assumed: {m.synonym}", scope
+    if m.source == DYNAMIC_DEFAULT or broker is None:
+        return top, m.source, scope
+    return top, f"{m.source} of broker{'s' if len(at) > 1 else ''} {', '.join(str(b) for _, b in at)}", scope
+
+
 def unwritable_risk(name: str, config: Mapping[str, str], replication_factor: int,
-                    broker_defaults: Mapping[str, str] | None = None) -> str | None:
+                    broker_defaults: Mapping[str, str] | None = None, *,
+                    brokers: tuple[int, str, tuple[int, ...]] | None = None, capped: bool = False) -> str | None:
     """Why producers with acks=all could never write to the topic, or None.
 
     Kafka accepts min.insync.replicas above the replication factor without a word; every partition is then
     under min ISR for good and acks=all producers get NotEnoughReplicas. Keel makes the operator confirm it.
+    Without a topic override the brokers' value counts: `brokers` (`brokers_min_isr`), else `broker_defaults`
+    (/config/brokers/<default>), else 1. `capped`: the brokers are Kafka 3.7+, which cap min.insync.replicas at the
+    replica count (KAFKA-15583): the topic is writable then, but with no replica to spare.
     """
-    min_isr = effective_min_isr(config, broker_defaults)
+    where, scope = None, ()
+    override = _java_int(_java_trim(str(config.get("min.insync.replicas", ""))), 1, INT_MAX)
+    if override is None and brokers is not None:
+        min_isr, where, scope = brokers
+    else:
+        min_isr = effective_min_isr(config, broker_defaults)
     if replication_factor and min_isr > replication_factor:
-        return (f"min.insync.replicas={min_isr} is above the replication factor {replication_factor} of topic {name}: "
+        shown = f"min.insync.replicas={min_isr}" + (f" ({where})" if where else "")
+        if capped:
+            led = f" led by broker{'s' if len(scope) > 1 else ''} {', '.join(map(str, scope))}" if scope else ""
+            return (f"{shown} is above the replication factor {replication_factor} of topic {name}: the brokers "
+                    f"(Kafka 3.7+) cap it at {replication_factor}, so every partition{led} is at min ISR for good: "
+                    "with one replica out of sync, producers with acks=all get NotEnoughReplicas")
+        if scope:  # only some brokers apply it: the partitions they lead
+            led = f"broker{'s' if len(scope) > 1 else ''} {', '.join(map(str, scope))}"
+            return (f"{shown} is above the replication factor {replication_factor} of topic {name}: every partition "
+                    f"led by {led} stays under min ISR and producers with acks=all get NotEnoughReplicas on every "
+                    "write to it")
+        return (f"{shown} is above the replication factor {replication_factor} of topic {name}: "
                 "every partition stays under min ISR and producers with acks=all get NotEnoughReplicas on every "
                 "write (the topic is unwritable for them)")
     return None
@@ -337,9 +377,11 @@ def draft_create_topic(snapshot: ClusterSnapshot, name: str, partitions: int | N
                        rack_mode: RackAwareMode | str = "enforced",
                        replica_assignment: str | Mapping[int, Sequence[int]] | Sequence[Sequence[int]] | None = None,
                        rng: Random | None = None, fixed_start_index: int = -1, *,
-                       kafka_version: str | Sequence[int] | None = None) -> CreateTopicDraft:
+                       kafka_version: str | Sequence[int] | None = None,
+                       defaults: BrokerDefaults | None = None) -> CreateTopicDraft:
     """What creating `name` would write. Either `partitions` + `replication_factor` (placed by Kafka's algorithm over
-    the ALIVE brokers, as Kafka does) or an explicit `replica_assignment`, never both (Kafka's CreateTopics rule)."""
+    the ALIVE brokers, as Kafka does) or an explicit `replica_assignment`, never both (Kafka's CreateTopics rule).
+    `defaults`: the brokers' own settings, for the min.insync.replicas risk of a topic without an override."""
     _refuse_kraft(snapshot, f"create topic '{name}'")
     validate_topic_name(name)
     if is_internal(name):
@@ -380,7 +422,10 @@ def draft_create_topic(snapshot: ClusterSnapshot, name: str, partitions: int | N
     check_topic_znode_size(name, assignment)
     warnings = [w for w in (collision_warning(name),) if w] + _config_warnings(checked_config)
     rf_now = len(assignment[min(assignment)]) if assignment else 0
-    risk = unwritable_risk(name, checked_config, rf_now, snapshot.broker_configs.get("<default>"))
+    placed_on = {b for reps in assignment.values() for b in reps}
+    risk = unwritable_risk(name, checked_config, rf_now, snapshot.broker_configs.get("<default>"),
+                           brokers=brokers_min_isr(snapshot, placed_on, defaults),
+                           capped=defaults is not None and defaults.caps_min_isr)
     return CreateTopicDraft(name=name, assignment=dict(sorted(assignment.items())), config=checked_config,
                             warnings=warnings, risks=[risk] if risk else [])
 
@@ -480,8 +525,8 @@ def draft_add_partitions(snapshot: ClusterSnapshot, name: str, new_total: int,
 
 
 def draft_alter_config(snapshot: ClusterSnapshot, name: str, set: Mapping[str, str] | None = None,
-                       delete: Iterable[str] = (), *, kafka_version: str | Sequence[int] | None = None
-                       ) -> AlterConfigDraft:
+                       delete: Iterable[str] = (), *, kafka_version: str | Sequence[int] | None = None,
+                       defaults: BrokerDefaults | None = None) -> AlterConfigDraft:
     """The topic's config override map after setting `set` and removing `delete` (kafka-configs --alter
     --add-config / --delete-config). Set values are validated like `validate_topic_config`; keys to delete must be
     set on the topic ("Invalid config(s): ..."), a key set on the topic may be deleted even if Kafka does not know
@@ -511,9 +556,11 @@ def draft_alter_config(snapshot: ClusterSnapshot, name: str, set: Mapping[str, s
     if {"min.compaction.lag.ms", "max.compaction.lag.ms"} & set_checked.keys():
         _check_cross_fields(new, version, lenient=True)
     rf = min((len(p.replicas) for p in topic.partitions), default=0)
-    risk = unwritable_risk(name, new, rf, snapshot.broker_configs.get("<default>"))
+    brokers = brokers_min_isr(snapshot, {b for p in topic.partitions for b in p.replicas}, defaults)
+    capped = defaults is not None and defaults.caps_min_isr
+    risk = unwritable_risk(name, new, rf, snapshot.broker_configs.get("<default>"), brokers=brokers, capped=capped)
     # Only a change that makes the topic unwritable needs confirming, not every edit of an already broken one.
-    was = unwritable_risk(name, old, rf, snapshot.broker_configs.get("<default>"))
+    was = unwritable_risk(name, old, rf, snapshot.broker_configs.get("<default>"), brokers=brokers, capped=capped)
     return AlterConfigDraft(name=name, old=dict(sorted(old.items())), new=new, diff=config_diff(old, new),
                             warnings=_config_warnings(set_checked),
                             risks=[risk] if risk and (risk != was) else [])

@@ -1,70 +1,95 @@
 """A topic's effective configuration: every topic-level key with the value the brokers apply and where it comes
 from, as `kafka-configs --describe --entity-type topics --entity-name T --all` prints it. Pure.
 
-Kafka resolves a topic config key in this order (`DynamicConfig` / `LogConfig` with the broker's dynamic configs):
-the topic override (`/config/topics/<t>`, source DYNAMIC_TOPIC_CONFIG), the cluster-wide dynamic broker default
-(`/config/brokers/<default>`, DYNAMIC_DEFAULT_BROKER_CONFIG) of the key's broker property (`log.retention.ms` for
-`retention.ms`, see ConfigDef.server_default_property, and its synonyms: `log.retention.minutes` / `.hours`), then
-the broker's static server.properties (STATIC_BROKER_CONFIG) and Kafka's default (DEFAULT_CONFIG). ZooKeeper holds
-neither server.properties nor a per-broker dynamic value that would apply to a topic the same way on every broker,
-so the last step is shown as Kafka's default, saying so.
+Kafka resolves a topic config key (ConfigHelper.createTopicConfigEntry): the topic override (`/config/topics/<t>`,
+DYNAMIC_TOPIC_CONFIG), else the key's broker property (`log.retention.ms` for `retention.ms`: ConfigDef's
+server_default_property, with its synonyms `log.retention.minutes` / `.hours`) as each broker resolves it: its own
+dynamic config, the dynamic cluster default, its server.properties, Kafka's default (core.broker_defaults). The first
+two are in ZooKeeper; the last two come from the brokers (`BrokerDefaults`, read with bootstrap servers). Without
+them a key nothing sets shows Kafka's default, marked as such: server.properties may say otherwise.
+
+Where Keel's source differs from Kafka's describe: Kafka drops the synonyms listed before the property itself
+(`configSynonyms ... dropWhile`), so a `log.retention.hours` in server.properties shows as `retention.ms` from
+DEFAULT_CONFIG there, with the right value; Keel names STATIC_BROKER_CONFIG and `log.retention.hours`.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from collections import Counter
+from typing import Iterable, Mapping, NamedTuple
 
+from core.broker_defaults import (ASSUMED, CLUSTER_DEFAULT_ENTITY, DEFAULT, DYNAMIC_DEFAULT, DYNAMIC_TOPIC,
+                                  KAFKA_DEFAULT_MIN_ISR, MIN_ISR, SYNONYMS, BrokerDefaults, broker_min_isr, broker_value,
+                                  synonyms)
 from core.topics.configdef import TOPIC_CONFIGS, ConfigDef
 
-TOPIC = "topic override"
-BROKER_DEFAULT = "broker default"
-KAFKA_DEFAULT = "Kafka default"
-KAFKA_SOURCES = {TOPIC: "DYNAMIC_TOPIC_CONFIG", BROKER_DEFAULT: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-                 KAFKA_DEFAULT: "DEFAULT_CONFIG"}
-
-# Broker properties that set a topic key's default besides ConfigDef.server_default_property, most precise first,
-# with the factor turning their unit into the topic key's (KafkaConfig: log.retention.ms > .minutes > .hours,
-# log.roll.ms > log.roll.hours, log.roll.jitter.ms > log.roll.jitter.hours).
-SYNONYMS: Mapping[str, tuple[tuple[str, int], ...]] = {
-    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
-    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
-    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)),
-}
+TOPIC = DYNAMIC_TOPIC
+BROKER_DEFAULT = DYNAMIC_DEFAULT
+KAFKA_DEFAULT = DEFAULT
+__all__ = ["ASSUMED", "BROKER_DEFAULT", "KAFKA_DEFAULT", "SYNONYMS", "TOPIC", "EffectiveConfig", "effective_config"]
 
 
 class EffectiveConfig(NamedTuple):
     key: str
     value: str | None  # None: no value (a key with no default and nothing set)
-    source: str  # TOPIC, BROKER_DEFAULT or KAFKA_DEFAULT
-    synonym: str | None  # the broker property the value came from (BROKER_DEFAULT), else None
+    source: str  # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
+    # DEFAULT_CONFIG (Kafka's names), or ASSUMED (a min.insync.replicas Keel assumed, see BrokerDefaults)
+    synonym: str | None  # the broker property the value came from (None for a topic override); for ASSUMED, why
     default: str | None  # Kafka's default, for comparison
+    others: tuple[tuple[int, str | None, str], ...] = ()  # brokers that apply another value: (broker, value, source)
+    static_unknown: bool = False  # no broker's server.properties could be read: the value may not be the real one
 
     @property
     def kafka_source(self) -> str:
         """The source as kafka-configs --describe prints it."""
-        return KAFKA_SOURCES[self.source]
+        return self.source
+
+    @property
+    def label(self) -> str:
+        """The source in one phrase: 'STATIC_BROKER_CONFIG: log.segment.delete.delay.ms', as Kafka's synonyms read."""
+        if self.source == ASSUMED:
+            return f"assumed ({self.synonym}): server.properties unknown"
+        if self.static_unknown:
+            return f"{self.source}{': ' + self.synonym if self.synonym else ''} (server.properties unknown)"
+        return f"{self.source}: {self.synonym}" if self.synonym else self.source
+
+    @property
+    def differs(self) -> str:
+        """The brokers that apply something else, e.g. 'broker 3: 3 (STATIC_BROKER_CONFIG)'; '' when they agree."""
+        return "; ".join(f"broker {b}: {'' if v is None else v} ({src})" for b, v, src in self.others)
 
 
-def _broker_value(d: ConfigDef, broker_default: Mapping[str, str]) -> tuple[str, str] | None:
-    """(value in the topic key's unit, broker property) from the dynamic <default> broker config, if set."""
-    for prop, factor in SYNONYMS.get(d.name, ((d.server_default_property, 1),) if d.server_default_property else ()):
-        raw = broker_default.get(prop)
-        if raw is None:
-            continue
-        if factor == 1:
-            return raw, prop
-        try:
-            return str(int(raw.strip()) * factor), prop
-        except ValueError:
-            return raw, prop
-    return None
+def _broker_row(d: ConfigDef | None, key: str, defaults: BrokerDefaults, dynamic: Mapping[str, Mapping[str, str]],
+                broker: int | None) -> tuple[str | None, str, str | None, bool]:
+    """(value, source, synonym, static unknown) of a key no topic override sets, as `broker` applies it."""
+    kafka_default = None if d is None else d.default
+    prop = None if d is None else d.server_default_property
+    own = defaults.settings(broker)
+    unknown = own is None or bool(prop and any(name in own.disputed for name, _ in synonyms(prop)))
+    if key == MIN_ISR:
+        found = broker_min_isr(defaults, dynamic, broker)
+        if found.source == ASSUMED and found.synonym == KAFKA_DEFAULT_MIN_ISR:
+            return kafka_default, DEFAULT, None, True
+        return str(found.value), found.source, found.synonym, unknown and found.source == ASSUMED
+    found = broker_value(defaults, dynamic, broker, prop) if prop else None
+    if found is None:
+        return kafka_default, DEFAULT, None, unknown and prop is not None
+    return found.value, found.source, found.synonym, False
 
 
 def effective_config(topic_config: Mapping[str, str], broker_default: Mapping[str, str] | None = None, *,
-                     keys=None) -> list[EffectiveConfig]:
-    """Every topic config key (Kafka's schema, plus any unknown key the topic sets), sorted, with its effective
-    value and source. `broker_default` is `/config/brokers/<default>` (snapshot.broker_configs["<default>"])."""
-    broker_default = broker_default or {}
+                     keys=None, dynamic: Mapping[str, Mapping[str, str]] | None = None,
+                     defaults: BrokerDefaults | None = None, brokers: Iterable[int] | None = None
+                     ) -> list[EffectiveConfig]:
+    """Every topic config key (Kafka's schema, plus any unknown key the topic sets), sorted, with its effective value
+    and source. `dynamic`: the snapshot's broker_configs (ZooKeeper's /config/brokers/*; or only `broker_default`,
+    /config/brokers/<default>). `defaults`: what the brokers said of their own settings (None: unknown). `brokers`: the
+    brokers whose values count (the topic's replicas; None: any). Where they differ, the value most of them apply is
+    the row's, the rest are in `others`."""
+    if dynamic is None:
+        dynamic = {CLUSTER_DEFAULT_ENTITY: broker_default or {}}
+    defaults = defaults if defaults is not None else BrokerDefaults()
+    which: list[int | None] = sorted(set(brokers or ())) or [None]
     names = sorted(set(TOPIC_CONFIGS if keys is None else keys) | set(topic_config))
     rows = []
     for key in names:
@@ -73,9 +98,10 @@ def effective_config(topic_config: Mapping[str, str], broker_default: Mapping[st
         if key in topic_config:
             rows.append(EffectiveConfig(key, topic_config[key], TOPIC, None, default))
             continue
-        found = None if d is None else _broker_value(d, broker_default)
-        if found is not None:
-            rows.append(EffectiveConfig(key, found[0], BROKER_DEFAULT, found[1], default))
-        else:
-            rows.append(EffectiveConfig(key, default, KAFKA_DEFAULT, None, default))
+        per = {b: _broker_row(d, key, defaults, dynamic, b) for b in which}
+        counts = Counter(per.values())
+        most = max(counts.values())
+        main = next(r for r in per.values() if counts[r] == most)  # what most brokers apply; a tie: the lowest id's
+        others = tuple((b, r[0], r[1]) for b, r in per.items() if r != main and b is not None)
+        rows.append(EffectiveConfig(key, main[0], main[1], main[2], default, others, main[3]))
     return rows

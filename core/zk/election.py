@@ -4,8 +4,11 @@ Writes `/admin/preferred_replica_election` as Kafka's PreferredReplicaLeaderElec
 after re-reading live state: only partitions the controller would actually move are written, and
 nothing is written while another election is in flight. The write checks the version of every
 elected partition's topic node as read, so a partition whose replica list (and so its preferred
-leader) changed meanwhile is never elected on stale data. Leader and ISR churn is not checked: the
-controller re-checks that the preferred replica is alive and in sync when it acts.
+leader) changed meanwhile is never elected on stale data, and the state of /admin/reassign_partitions (its
+version, or its absence: core.zk.ops), so no partition that a reassignment started meanwhile is elected
+(Kafka's controller would elect it anyway; Keel's selection leaves partitions being reassigned out).
+Leader and ISR churn is not checked: the controller re-checks that the preferred replica is alive and in sync
+when it acts.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from typing import Sequence
 from core import zkformat as zf
 from core.elections import Outcome, Selection, TopicPartition, outcomes, select
 from core.errors import (
+    CorruptZnodeError,
     ElectionInProgressError,
     KRaftControllerError,
+    ReassignmentInProgressError,
     ValidationError,
     ZkBadVersionError,
     ZkNodeExistsError,
@@ -87,6 +92,7 @@ def trigger(session: ZkSession, store: Store, *, cluster: str, actor: str | None
         raise ValidationError(f"nothing to elect in {selection.scope}: "
                               + (why if why else "every partition is already led by its preferred replica"))
     keys = selection.partitions
+    reassignment = _reassignment_guard(session, keys)
     data = zf.encode_preferred_election(keys)
     summary = (f"preferred leader election for {selection.scope}: {len(keys)} partitions to move"
                + (f", {len(selection.ineligible)} not eligible" if selection.ineligible else ""))
@@ -96,20 +102,44 @@ def trigger(session: ZkSession, store: Store, *, cluster: str, actor: str | None
     checks = [Op("check", zf.topic_path(t), version=tree.versions[zf.topic_path(t)])
               for t in sorted({t for t, _ in keys})]
     try:
-        session.multi([*checks, Op("create", zf.PREFERRED_ELECTION, data)])
+        session.multi([*checks, reassignment, Op("create", zf.PREFERRED_ELECTION, data)])
     except ZkWriteOutcomeUnknownError as e:  # committed or not: find out, or leave the action pending
         summary += f" ({settle_unknown_write(session, store, action, e)})"
-    except ZkNodeExistsError:
-        # someone started one between our read and our write
-        store.finish(action, ok=False, result="another election started first")
-        raise _in_progress_error(keys) from None
-    except (ZkBadVersionError, ZkNoNodeError):
+    except (ZkNodeExistsError, ZkBadVersionError, ZkNoNodeError) as e:
+        if e.path == zf.REASSIGN:  # a reassignment started (or moved on) between our read and our write
+            store.finish(action, ok=False, result=REASSIGNED_MEANWHILE)
+            raise ReassignmentInProgressError(REASSIGNED_MEANWHILE) from None
+        if isinstance(e, ZkNodeExistsError):  # someone started an election between our read and our write
+            store.finish(action, ok=False, result="another election started first")
+            raise _in_progress_error(keys) from None
         message = ("a topic of the election changed while it was being written (its replicas, and so its preferred "
                    "leader, may differ now); nothing was written. Try again.")
         store.finish(action, ok=False, result=message)
         raise ValidationError(message) from None
     store.finish(action, ok=True, result=summary)
     return Triggered(action, selection)
+
+
+REASSIGNED_MEANWHILE = ("A partition reassignment started or changed while the election was being written (it may "
+                        "move partitions of this election); nothing was written. Try again.")
+
+
+def _reassignment_guard(session: ZkSession, keys: Sequence[TopicPartition]) -> Op:
+    """The op that keeps /admin/reassign_partitions as it is now until the election commits: absent, or at this
+    version, which lists none of `keys` (refused here, before anything is recorded, if it lists one)."""
+    node = session.get(zf.REASSIGN)
+    if not node.exists:
+        return Op("absent", zf.REASSIGN)
+    try:
+        listed = {(e.topic, e.partition) for e in zf.decode_reassignment(node.data)}
+    except CorruptZnodeError:
+        listed = set()  # its partitions cannot be told; its version is still checked
+    moving = sorted(set(keys) & listed)
+    if moving:
+        raise ReassignmentInProgressError(
+            f"A partition reassignment started for {listing([f'{t}-{p}' for t, p in moving], ', ')} while the "
+            "election was being planned: nothing was written.", hint="try again: it will leave them out")
+    return Op("check", zf.REASSIGN, version=node.version)
 
 
 def wait_for_outcome(session: ZkSession, keys: Sequence[TopicPartition], *, timeout: float = 30.0,

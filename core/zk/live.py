@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from enum import StrEnum
 from typing import Any, Callable, Hashable
 
@@ -186,6 +186,8 @@ class Connection:
                 self._last_attempt_end = time.monotonic()
             else:
                 old, self.live = self.live, live
+                if old is not None:  # a broker that went down meanwhile keeps its last registration
+                    live.tree.remember(old.tree)
                 if replacing and old is not None and self._down_since is not None:
                     live.record_resync(time.monotonic() - self._down_since,
                                        "reconnected to ZooKeeper with a new session")
@@ -241,7 +243,7 @@ class Connection:
         return None if live is None else live.snapshot()
 
     def derived(self, name: str, snapshot: ClusterSnapshot, fn: Callable[[ClusterSnapshot], Any], *,
-                key: Hashable = None) -> Any:
+                key: Any = None) -> Any:
         """fn(snapshot), computed once per snapshot object (i.e. once per change of the cluster) and `key`, for
         every session: the value is shared, and a session asking while another computes it waits for that value.
 
@@ -253,13 +255,7 @@ class Connection:
             slot = self._derived.get(name)
             if slot is None or slot.snapshot is not snapshot:
                 slot = self._derived[name] = _Slot(snapshot)
-            cell = slot.values.get(key)
-            if cell is None:
-                cell = slot.values[key] = _Cell()
-                while len(slot.values) > DERIVED_KEYS:
-                    slot.values.popitem(last=False)
-            else:
-                slot.values.move_to_end(key)
+            cell = slot.take(key)
         with cell.lock:  # one computes, the others wait for its value
             if not cell.done:
                 cell.value = fn(snapshot)
@@ -336,13 +332,25 @@ class _Cell:
 
 
 class _Slot:
-    """The derived values of one name for one snapshot, by key, least recently used first."""
+    """The derived values of one name for one snapshot, by key (compared with ==: a key need not be hashable),
+    the most recently used last."""
 
     __slots__ = ("snapshot", "values")
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
-        self.values: OrderedDict[Hashable, _Cell] = OrderedDict()
+        self.values: list[tuple[Any, _Cell]] = []
+
+    def take(self, key: Any) -> _Cell:
+        """The cell of `key`, a new one if there is none; the least recently used beyond DERIVED_KEYS go."""
+        for i, (k, cell) in enumerate(self.values):
+            if k is key or k == key:
+                self.values.append(self.values.pop(i))
+                return cell
+        cell = _Cell()
+        self.values.append((key, cell))
+        del self.values[:-DERIVED_KEYS]
+        return cell
 
 
 def _stop_live(live: LiveCluster) -> None:

@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 60.0  # a pending row younger than this may belong to a run still in flight: left alone
 UNKNOWN_ELECTION = "unknown (the election node is transient)"
+SETTLE_SYNC_TIMEOUT = 1.0  # after a write timeout: how long settle_unknown_write waits for ZooKeeper to answer
 
 _LEADER_THROTTLED = "leader.replication.throttled.replicas"
 _FOLLOWER_THROTTLED = "follower.replication.throttled.replicas"
@@ -132,19 +133,21 @@ def settle_unknown_write(session: ZkSession, store: Store, action_id: int, error
     a success); raises when it was not (nothing was written) or when nobody can tell yet (the row stays pending
     and a later reconcile_pending settles it).
 
-    After a lost connection the session usually comes back within the connect timeout (another server of the
-    ensemble, or the same one restarted): wait that long. After a write timeout ZooKeeper has been silent for
-    long already: judge only if the session is connected now. A write kazoo still holds in its queue is sent
-    before the reads of the check (one session's requests are processed in order), so the check sees it."""
-    wait = 0.0 if error.timed_out else session.settings.connect_timeout
-    deadline = time.monotonic() + wait
+    After a lost connection the session usually comes back soon (another server of the ensemble, or the same one
+    restarted): wait for it until the write timeout ends (`error.deadline`; else the connect timeout). After a
+    write timeout ZooKeeper has been silent for long already: judge only if it answers a sync within
+    SETTLE_SYNC_TIMEOUT. So the write's command ends within its write timeout plus that second (plus the close).
+    A write kazoo still holds in its queue is sent before the reads of the check (one session's requests are
+    processed in order), so the check sees it."""
+    deadline = error.deadline if error.deadline is not None else time.monotonic() + (
+        0.0 if error.timed_out else session.settings.connect_timeout)
     while not session.connected and time.monotonic() < deadline:
         time.sleep(0.1)
     settled = None
     action = store.action(action_id)
     if session.connected and action is not None and action.status == "pending":
-        try:
-            session.sync()
+        try:  # bounded: against a server frozen at the write, kazoo gives up only after 2/3 of the session
+            session.sync(timeout=max(deadline - time.monotonic(), 0.0) + SETTLE_SYNC_TIMEOUT)
         except KeelError as e:
             log.info("could not sync to settle action #%s: %s", action_id, e)
         else:

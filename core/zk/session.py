@@ -12,6 +12,7 @@ import logging
 import re
 import ssl
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
@@ -47,6 +48,7 @@ from core.errors import (
 )
 from core.zk import acl as zacl
 from core.zk import faults
+from core.zk.ops import Op, expand  # noqa: F401  (Op re-exported: callers import it from here)
 from core.zk.settings import (  # noqa: F401  (re-exported: callers import these from core.zk.session)
     ConnectString,
     TlsOptions,
@@ -69,6 +71,8 @@ class _RedactAuth(logging.Filter):
 
 
 logging.getLogger("keel.kazoo").addFilter(_RedactAuth())
+CLOSE_TIMEOUT = 1.0  # seconds close() waits for kazoo's stop(): ms against a live server
+
 
 @dataclass(frozen=True)
 class Node:
@@ -98,12 +102,14 @@ def _wrap(fn: WatchFn):
 
 
 class ZkWriteOutcomeUnknownError(ZkOperationError):
-    """A write (all or nothing) with no answer: connection or session lost, or no answer within the write timeout
-    (`timed_out`). It may be committed; its pending action is settled by core.zk.reconcile."""
+    """A write (all or nothing) with no answer: connection or session lost, or none within the write timeout
+    (`timed_out`, which ends at `deadline`, a time.monotonic()). core.zk.reconcile settles its pending action."""
 
-    def __init__(self, message: str, path: str | None = None, *, timed_out: bool = False):
+    def __init__(self, message: str, path: str | None = None, *, timed_out: bool = False,
+                 deadline: float | None = None):
         super().__init__(message, path)
         self.timed_out = timed_out
+        self.deadline = deadline
 
 
 def _translate(e: Exception, path: str | None) -> Exception:
@@ -120,18 +126,6 @@ def _translate(e: Exception, path: str | None) -> Exception:
     if isinstance(e, KazooTimeoutError):
         return ZooKeeperUnreachableError(f"ZooKeeper did not answer a request for {path} in time")
     return ZkOperationError(f"ZooKeeper error on {path}: {type(e).__name__} {e}", path)
-
-
-@dataclass
-class Op:
-    """One operation of an atomic multi-op (see ZkSession.multi)."""
-
-    kind: str  # create | set | delete | check
-    path: str
-    data: bytes = b""
-    version: int = -1
-    sequence: bool = False
-    ephemeral: bool = False
 
 
 class ZkSession:
@@ -211,22 +205,24 @@ class ZkSession:
         if self._client.chroot and not self._client.exists("/"):
             warnings.warn("No chroot path exists, the chroot path should be created before normal use.")
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Stop the session within `timeout` s. kazoo's stop() waits out a connection attempt in flight (see
+        _start_client) and, connected, the close's answer: the session timeout against a frozen server. Past
+        `timeout` it goes on in a daemon thread (kazoo no longer reconnects: a queued write is never sent)."""
         with self._lock:
             self._close_wire()
-        if self.connected:
-            self._stop_client()
-            return
-        # Not connected: kazoo's stop() would wait out a connection attempt in flight (see _start_client).
         closer = threading.Thread(target=self._stop_client, name="keel-zk-close", daemon=True)
         closer.start()
-        closer.join(timeout=1.0)
+        closer.join(timeout=timeout)
 
     def _stop_client(self) -> None:
         try:
-            self._client.stop()
-        finally:
-            self._client.close()
+            try:
+                self._client.stop()
+            finally:
+                self._client.close()
+        except Exception as e:  # in close()'s thread: kazoo gave up waiting for a frozen server
+            log.info("ZooKeeper session not closed cleanly: %s", e)
 
     def __enter__(self) -> "ZkSession":
         return self
@@ -305,15 +301,15 @@ class ZkSession:
             except KazooException as e:
                 raise _translate(e, path) from None
 
-    def sync(self, path: str = "/") -> None:
-        """Make the reads that follow see every write committed before this call, through both of this
-        session's connections (kazoo's and the bulk reader's, which may sit on different servers)."""
+    def sync(self, path: str = "/", *, timeout: float | None = None) -> None:
+        """Make the reads that follow see every write committed before this call, through both of this session's
+        connections (kazoo's, the bulk reader's: maybe on other servers); ZooKeeperUnreachableError past `timeout`."""
         try:
-            self._client.sync(path)
-        except KazooException as e:
+            self._client.sync_async(path).get(timeout=timeout)
+        except (KazooException, KazooTimeoutError) as e:
             raise _translate(e, path) from None
         if self._wire_usable():
-            self._wire_call(lambda wire: wire.sync(path))
+            self._wire_call(lambda wire: wire.sync(path, timeout=timeout))
 
     def exists(self, path: str, watch: WatchFn | None = None) -> bool:
         try:
@@ -547,16 +543,18 @@ class ZkSession:
         return s.write_timeout if s.write_timeout is not None else s.session_timeout + s.connect_timeout
 
     def multi(self, ops: Iterable[Op]) -> list[str | None]:
-        """Apply ops atomically (ZooKeeper multi). Raises the translated error of the op that failed, or
-        ZkWriteOutcomeUnknownError when no answer came (within `write_timeout`, connection or session lost)."""
+        """Apply ops atomically (ZooKeeper multi). Raises the translated error of the op that failed (for an
+        `absent` op: NodeExists on its path, see core.zk.ops), or ZkWriteOutcomeUnknownError when no answer came
+        (within `write_timeout`, connection or session lost). Returns, per op, the path a create made."""
         ops = list(ops)
+        run, origin = expand(ops, self.exists)
         tx = self._client.transaction()
         created: list[tuple[str, tuple[zacl.Acl, ...]]] = []
-        for op in ops:
+        for op, i in zip(run, origin):
             if op.kind == "create":
                 acls = self.acl_for(op.path)
                 tx.create(op.path, op.data, acl=_kazoo_acl(acls), ephemeral=op.ephemeral, sequence=op.sequence)
-                if not op.ephemeral and not op.sequence:
+                if ops[i].kind == "create" and not op.ephemeral and not op.sequence:
                     created.append((op.path, acls))
             elif op.kind == "set":
                 tx.set_data(op.path, op.data, version=op.version)
@@ -568,6 +566,7 @@ class ZkSession:
                 raise ValueError(f"unknown op kind {op.kind!r}")
         faults.pause("before-multi")
         timeout = self.write_timeout
+        deadline = time.monotonic() + timeout
         try:
             results = tx.commit_async().get(timeout=timeout)
         except (ConnectionLoss, SessionExpiredError, KazooTimeoutError) as e:
@@ -578,16 +577,17 @@ class ZkSession:
             first = ops[0].path if ops else None
             raise ZkWriteOutcomeUnknownError(f"{why}: the write ({len(ops)} operations on {first} ...) may or may "
                                              "not have been applied", first,
-                                             timed_out=isinstance(e, KazooTimeoutError)) from None
+                                             timed_out=isinstance(e, KazooTimeoutError), deadline=deadline) from None
         except KazooException as e:
             raise _translate(e, None) from None
-        for op, res in zip(ops, results):
+        for op, res in zip(run, results):
             if isinstance(res, Exception) and not isinstance(res, RolledBackError):
                 raise _translate(res, op.path)
         for path, acls in created:
             self._acls.created(path, acls)
         faults.pause("after-multi")
-        return [r if isinstance(r, str) else None for r in results]
+        made = dict(reversed(list(zip(origin, results))))  # each op's first result: what its create made
+        return [made[i] if op.kind == "create" and isinstance(made[i], str) else None for i, op in enumerate(ops)]
 
 
 def _kazoo_acl(acls: Sequence[zacl.Acl]) -> list[ACL]:

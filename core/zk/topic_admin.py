@@ -16,12 +16,13 @@ import base64
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from core import zkformat as zf
 from core.errors import (
     BusyError,
     InvalidPartitionsError,
+    InvalidTopicError,
     KeelError,
     TopicExistsError,
     ValidationError,
@@ -103,20 +104,33 @@ def topic_node_version(tree: ClusterTree) -> tuple[int, bool]:
 
 def _record(store: Store, cluster: str, kind: str, target: str, summary: str, ops: list[Op],
             rollback: object, actor: str | None) -> int:
-    payload = [{"op": op.kind, "path": op.path, "data": op.data.decode(errors="replace")} for op in ops]
+    payload = [{"op": op.kind, "path": op.path, "data": op.data.decode(errors="replace")}
+               for op in ops if op.kind != "absent"]  # what is written; an absent op writes nothing
     return store.begin(cluster=cluster, kind=kind, target=target, summary=summary, payload=payload,
                        rollback=rollback, actor=actor)
 
 
+# How a failed multi is reported: keyed by (error type, the failing op's path) first, then by error type alone.
+Translate = Mapping[Any, KeelError]
+
+
+def _mapped(e: KeelError, translate: Translate) -> KeelError:
+    path = getattr(e, "path", None)
+    exact = [err for key, err in translate.items() if isinstance(key, tuple) and isinstance(e, key[0])
+             and key[1] == path]
+    return next(iter(exact), None) or next(
+        (err for key, err in translate.items() if isinstance(key, type) and isinstance(e, key)), e)
+
+
 def _run(session: ZkSession, store: Store, action_id: int, ops: list[Op], summary: str,
-         translate: Mapping[type, KeelError] | None = None) -> Applied:
+         translate: Translate | None = None) -> Applied:
     try:
         results = session.multi(ops)
     except ZkWriteOutcomeUnknownError as e:  # committed or not: find out, or leave the action pending
         summary += f" ({settle_unknown_write(session, store, action_id, e)})"
         results = [None] * len(ops)
     except KeelError as e:
-        mapped = next((err for kind, err in (translate or {}).items() if isinstance(e, kind)), e)
+        mapped = _mapped(e, translate or {})
         store.finish(action_id, ok=False, result=str(mapped))
         if mapped is e:
             raise
@@ -130,13 +144,15 @@ def _run(session: ZkSession, store: Store, action_id: int, ops: list[Op], summar
 
 
 def create_topic(session: ZkSession, store: Store, draft: CreateTopicDraft, *, cluster: str,
-                 actor: str | None = None, accept_risks: bool | Sequence[str] = False) -> Applied:
+                 actor: str | None = None, accept_risks: bool | Sequence[str] = False, defaults=None) -> Applied:
     """Write the draft's exact placement (re-validated as an explicit assignment against live state).
 
-    `accept_risks`: True, or the exact risk texts the operator confirmed (see CreateTopicDraft.risks)."""
+    `accept_risks`: True, or the exact risk texts the operator confirmed (see CreateTopicDraft.risks); `defaults`:
+    the brokers' own settings the draft was checked with (core.broker_defaults), so the risks re-checked match."""
     snap, tree = live_state(session)
     refuse_unreadable(snap, draft.name, f"create topic {draft.name}")
-    checked = draft_create_topic(snap, draft.name, config=draft.config, replica_assignment=draft.assignment)
+    checked = draft_create_topic(snap, draft.name, config=draft.config, replica_assignment=draft.assignment,
+                                 defaults=defaults)
     require_accepted(checked.risks, accept_risks)
     version, with_id = topic_node_version(tree)
     topic_id = new_topic_id() if with_id else None
@@ -145,17 +161,52 @@ def create_topic(session: ZkSession, store: Store, draft: CreateTopicDraft, *, c
     stale = session.get(config_path)  # a config left behind by an old topic of the same name: overwrite it
     if stale.exists:
         config_op = Op("set", config_path, zf.encode_config(checked.config), version=stale.version)
+    topic_path = zf.topic_path(checked.name)
+    marker = zf.delete_topic_path(checked.name)
+    colliding = colliding_names(checked.name)
     ops = [config_op,
-           Op("create", zf.topic_path(checked.name), zf.encode_topic(checked.assignment, version=version,
-                                                                        topic_id=topic_id))]
+           Op("create", topic_path, zf.encode_topic(checked.assignment, version=version, topic_id=topic_id)),
+           # What was validated at read time must still hold at commit time, in the same transaction (each fails
+           # the multi as a whole): not marked for deletion, and no topic whose name collides created meanwhile.
+           Op("absent", marker), *(Op("absent", zf.topic_path(other)) for other in colliding)]
     summary = (f"created topic {checked.name}: {checked.partitions} partitions, replication factor "
                f"{checked.replication_factor}" + (f", {len(checked.config)} config overrides" if checked.config else ""))
     action = _record(store, cluster, "create-topic", checked.name, summary, ops,
                      {"action": "delete-topic", "topic": checked.name}, actor)
-    # Another client creating the same topic between our read and our write loses nothing: the
-    # multi fails as a whole.
-    return _run(session, store, action, ops, summary,
-                {ZkNodeExistsError: TopicExistsError(f"Topic '{checked.name}' already exists.")})
+    exists = TopicExistsError(f"Topic '{checked.name}' already exists.")
+    translate: dict[Any, KeelError] = {
+        (ZkNodeExistsError, topic_path): exists, (ZkNodeExistsError, config_path): exists,
+        (ZkNodeExistsError, marker): TopicExistsError(
+            f"Topic '{checked.name}' is still marked for deletion ({marker} exists).",
+            hint="it was marked while this write was on its way; wait until the controller has deleted it"),
+        **{(ZkNodeExistsError, zf.topic_path(other)): InvalidTopicError(
+            f"Topic '{checked.name}' collides with existing topics: {other}",
+            hint=f"'{other}' was created while this write was on its way") for other in colliding},
+        ZkNodeExistsError: ValidationError(_changed_meanwhile("The cluster")),
+        ZkBadVersionError: ValidationError(_changed_meanwhile(f"The config node of topic {checked.name}"))}
+    return _run(session, store, action, ops, summary, translate)
+
+
+MAX_COLLIDING_CHECKS = 255  # names with up to 8 '.' / '_': checked in the multi; beyond, at read time only (as Kafka)
+
+
+def colliding_names(name: str) -> list[str]:
+    """The other valid topic names that collide with `name` once '.' -> '_' (Kafka's Topic.hasCollision), for the
+    create to check their absence at commit time. Kafka checks them only when it reads (validateTopicCreate), so
+    two creates at once can both pass; Keel's own cannot. Empty past MAX_COLLIDING_CHECKS (2**k - 1 names for k
+    such characters): those names are checked at read time only, as Kafka does."""
+    spots = [i for i, c in enumerate(name) if c in "._"]
+    if not spots or 2 ** len(spots) - 1 > MAX_COLLIDING_CHECKS:
+        return []
+    out = []
+    for mask in range(2 ** len(spots)):
+        chars = list(name)
+        for bit, i in enumerate(spots):
+            chars[i] = "." if mask >> bit & 1 else "_"
+        other = "".join(chars)
+        if other != name and other not in (".", ".."):  # not topic names, nor valid ZooKeeper paths
+            out.append(other)
+    return out
 
 
 # --- add partitions ----------------------------------------------------------------------------
@@ -177,11 +228,18 @@ def add_partitions(session: ZkSession, store: Store, draft: AddPartitionsDraft, 
     ops = [Op("set", path, zf.encode_topic(
         checked.full_assignment, version=max(current.version, 1), adding_replicas=current.adding_replicas,
         removing_replicas=current.removing_replicas, topic_id=current.topic_id), version=tree.versions[path])]
+    # Refused for a topic queued for deletion (draft_add_partitions): still so at commit time, in the same multi.
+    marker = zf.delete_topic_path(draft.name)
+    ops.append(Op("absent", marker))
     summary = f"added {len(checked.new_assignment)} partitions to {draft.name} ({checked.old_total} -> {checked.new_total})"
     action = _record(store, cluster, "add-partitions", draft.name, summary, ops,
                      {"action": "none", "reason": "Kafka cannot remove partitions from a topic"}, actor)
-    return _run(session, store, action, ops, summary, {ZkBadVersionError: InvalidPartitionsError(
-        _changed_meanwhile(f"Topic {draft.name}"))})
+    changed = InvalidPartitionsError(_changed_meanwhile(f"Topic {draft.name}"))
+    return _run(session, store, action, ops, summary, {
+        (ZkNodeExistsError, marker): InvalidTopicError(
+            "The topic is queued for deletion.",
+            hint=f"topic '{draft.name}' was marked for deletion while this write was on its way; nothing was written"),
+        ZkBadVersionError: changed, ZkNodeExistsError: changed})
 
 
 # --- alter config --------------------------------------------------------------------------------
@@ -189,11 +247,12 @@ def add_partitions(session: ZkSession, store: Store, draft: AddPartitionsDraft, 
 
 def alter_config(session: ZkSession, store: Store, name: str, set: Mapping[str, str] | None = None,
                  delete: Iterable[str] = (), *, cluster: str, actor: str | None = None,
-                 accept_risks: bool | Sequence[str] = False) -> Applied:
-    """kafka-configs --alter: the entity node, then the change notification the brokers listen to."""
+                 accept_risks: bool | Sequence[str] = False, defaults=None) -> Applied:
+    """kafka-configs --alter: the entity node, then the change notification the brokers listen to. `defaults`: as
+    for create_topic."""
     snap, tree = live_state(session)
     refuse_unreadable(snap, name, f"alter the config of topic {name}", config=True)
-    draft: AlterConfigDraft = draft_alter_config(snap, name, set=set, delete=delete)
+    draft: AlterConfigDraft = draft_alter_config(snap, name, set=set, delete=delete, defaults=defaults)
     if not draft.changed:
         raise ValidationError(f"nothing to change: topic {name} already has that configuration")
     require_accepted(draft.risks, accept_risks)

@@ -31,6 +31,9 @@ class ClusterTree:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.brokers: dict[int, Broker] = {}
+        # The last registration read of every broker id, kept when /brokers/ids/<id> goes: a down broker that
+        # still holds replicas is shown with the rack and endpoints it had (Broker.remembered), not under "no rack".
+        self.last_seen: dict[int, Broker] = {}
         self.controller_broker: int | None = None
         self.kraft_controller_epoch: int | None = None
         self.controller_epoch: int | None = None
@@ -83,6 +86,16 @@ class ClusterTree:
             reg = self._decode(path, zf.decode_broker, broker_id, data, path)
             # A registered broker is alive even when its payload is unreadable.
             self.brokers[broker_id] = Broker(broker_id) if reg is _CORRUPT else reg.to_broker()
+            if reg is not _CORRUPT:
+                self.last_seen[broker_id] = self.brokers[broker_id]
+
+    def remember(self, older: "ClusterTree") -> None:
+        """Keep what `older` (the tree this one replaces after a reconnect) saw of brokers this one has not seen:
+        a broker that went down while ZooKeeper was unreachable keeps its last registration."""
+        with self.lock, older.lock:
+            for bid, b in older.last_seen.items():
+                self.last_seen.setdefault(bid, b)
+            self._touch()
 
     def set_broker_ids(self, ids: set[int]) -> None:
         with self.lock:
@@ -226,7 +239,9 @@ class ClusterTree:
             referenced = {r for t in topics for p in t.partitions for r in p.replicas}
             brokers = dict(self.brokers)
             for bid in referenced - set(brokers):
-                brokers[bid] = Broker(bid, alive=False)
+                seen = self.last_seen.get(bid)
+                brokers[bid] = Broker(bid, alive=False) if seen is None else replace(seen, alive=False,
+                                                                                      remembered=True)
             snap = ClusterSnapshot(
                 cluster=cluster,
                 captured_at=captured_at or utc_now_iso(),

@@ -210,6 +210,7 @@ class LiveCluster:
         old = self.tree
         fresh = ClusterTree()
         load_tree(self.session, fresh, watch=self._on_event)
+        fresh.remember(old)  # a broker that went down meanwhile keeps its last registration (rack, endpoints)
         with fresh.lock:  # generations only grow: callers key caches on them
             fresh.generation += old.generation + 1
         self.tree = fresh

@@ -224,16 +224,25 @@ class WireReader:
 
     # --- reads -----------------------------------------------------------------------------
 
-    def sync(self, path: str = "/") -> None:
+    def sync(self, path: str = "/", *, timeout: float | None = None) -> None:
         """ZooKeeper's sync: the server this session talks to catches up with the leader before it
-        answers, so the reads that follow see every write committed before the call (from any session)."""
+        answers, so the reads that follow see every write committed before the call (from any session).
+        With `timeout`: no answer within it closes the reader and raises ZooKeeperUnreachableError."""
         self._keepalive()
         raw = ((self._prefix + path) if path != "/" or not self._prefix else self._prefix).encode()
         xid = self._next_xid()
         body = _I.pack(len(raw)) + raw
         self._sock.sendall(_REQ.pack(8 + len(body), xid, _OP_SYNC) + body)
         self._last_send = time.monotonic()
-        err, _ = self._reply(xid)
+        saved = self._sock.gettimeout()
+        if timeout is not None:
+            self._sock.settimeout(timeout)
+        try:
+            err, _ = self._reply(xid)
+        except TimeoutError:  # a late answer would be taken for the next request's: this reader is done
+            self._sock.close()
+            raise ZooKeeperUnreachableError(f"ZooKeeper did not answer a sync within {timeout:g} s") from None
+        self._sock.settimeout(saved)
         if err not in (0, _ERR_NONODE):
             raise ZkOperationError(f"ZooKeeper error {err} on sync of {path}", path)
 

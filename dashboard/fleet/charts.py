@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.balance.metrics import excess_over_even
 from dashboard.text import plotly as esc  # cluster, topic and rack names are data: plotly must not apply their tags
 
 MAX_ROWS = 40
@@ -146,20 +147,8 @@ def cluster_broker_grid(scores: pd.DataFrame, metrics: pd.DataFrame, *, start: i
 
 
 def topic_excess(counts: np.ndarray, alive: np.ndarray) -> np.ndarray:
-    """Per (topic, broker): replicas above (+) or below (-) an even spread of the topic over the alive brokers.
-
-    An even spread gives each alive broker floor(T/n) or ceil(T/n) of the topic's T replicas: a broker within
-    those bounds has 0, one above ceil has count - ceil, one below floor count - floor. A dead broker should
-    hold nothing: all its replicas are excess.
-    """
-    counts = counts.astype(float)
-    n_alive = int(alive.sum())
-    if n_alive == 0:
-        return counts.copy()
-    share = counts.sum(axis=1, keepdims=True) / n_alive
-    lo, hi = np.floor(share), np.ceil(share)
-    out = np.where(counts > hi, counts - hi, np.where(counts < lo, counts - lo, 0.0))
-    return np.where(alive[None, :], out, counts)
+    """core.balance.metrics.excess_over_even (the engine's definition) over a topics x brokers array."""
+    return np.asarray(excess_over_even(counts.tolist(), [bool(a) for a in alive]), dtype=float).reshape(counts.shape)
 
 
 def topic_broker_grid(topic_broker: pd.DataFrame, metrics: pd.DataFrame, *, top_n: int = TOP_TOPICS,

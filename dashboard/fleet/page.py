@@ -169,6 +169,22 @@ def open_in_overview(name: str) -> None:
     st.session_state[frame.CLUSTER_KEY] = name  # the router's cluster picker (set before it is drawn)
 
 
+def generate_demo(where, store_path: Path) -> None:
+    """Write DEMO_SPEC's fleet into `store_path`, its progress in `where`; the outcome is shown by the page."""
+    bar = where.progress(0.0, text="Generating a demo fleet…")
+
+    def generated(i: int, n: int, c) -> None:
+        bar.progress(i / n, text=f"Generated {c.name} ({i}/{n}): {c.brokers} brokers, {c.partitions:,} partitions")
+
+    try:
+        res = generate_fleet(DEMO_SPEC, store_path, progress=generated)
+    except (KeelError, OSError) as e:
+        st.session_state["fleet_generate_error"] = f"Could not generate the demo fleet: {e}"
+    else:
+        st.session_state["fleet_generated"] = (f"Generated {len(res.clusters)} clusters ({res.partitions:,} "
+                                               f"partitions) in `{store_path}`. Run the job to rank them.")
+
+
 # --- the page ----------------------------------------------------------------------------------------------
 
 st.title("Fleet heatmaps", anchor=False)
@@ -222,43 +238,36 @@ with st.container(border=True):
               disabled=running or bool(blockers) or not store_text or not out_text, width="stretch",
               help="Compute broker metrics, per-topic skew and cluster scores of the store with Spark")
 
-    # the store: what is in it (file names only: the job reads every Parquet footer before it starts)
+    # the store: what is in it (file names only: the job reads every Parquet footer before it starts). One slot
+    # for its state: a demo fleet being generated replaces the "no fleet store yet" banner there, then the store's
+    # summary does (the banner stayed beside "Generated 12/12" while the page had both).
+    status = st.empty()
+    if st.session_state.pop("fleet_generate_now", False) and store_path is not None and not running:
+        generate_demo(status.container(), store_path)
     store_missing = False
     if store_path is not None:
         try:
             files = check_store(store_path, check_schemas=False)
-            st.caption(f"Store `{store_path.resolve()}`: {len(files.clusters):,} clusters, "
-                       f"{files.file_count:,} Parquet files.")
+            status.caption(f"Store `{store_path.resolve()}`: {len(files.clusters):,} clusters, "
+                           f"{files.file_count:,} Parquet files.")
         except FleetInputError as e:
             store_missing = not store_path.exists() or (store_path.is_dir() and not any(store_path.iterdir()))
             if store_missing:
-                st.info(f"No fleet store at `{store_path}` yet. Collect your clusters with "
-                        "`python -m core fleet collect --config keel.toml --out DIR`, or generate a demo fleet.",
-                        icon=":material/info:")
+                status.info(f"No fleet store at `{store_path}` yet. Collect your clusters with "
+                            "`python -m core fleet collect --config keel.toml --out DIR`, or generate a demo fleet.",
+                            icon=":material/info:")
             else:
-                st.warning(str(e), icon=":material/folder_off:")
+                status.warning(str(e), icon=":material/folder_off:")
     if store_missing and not running:
-        if b2.button("Generate a demo fleet", key="fleet_generate", icon=":material/auto_awesome:", width="stretch",
-                     help=f"{DEMO_SPEC.clusters} synthetic clusters ({DEMO_SPEC.partitions_total:,} partitions, "
-                          f"{DEMO_SPEC.min_brokers}–{DEMO_SPEC.max_brokers} brokers each) with the skews real "
-                          "fleets have, written into the store directory"):
-            bar = st.progress(0.0, text="Generating…")
-
-            def generated(i: int, n: int, c) -> None:
-                bar.progress(i / n, text=f"Generated {c.name} ({i}/{n}): {c.brokers} brokers, "
-                                         f"{c.partitions:,} partitions")
-
-            try:
-                res = generate_fleet(DEMO_SPEC, store_path, progress=generated)
-            except (KeelError, OSError) as e:
-                st.error(f"Could not generate the demo fleet: {e}", icon=":material/error:")
-            else:
-                st.session_state["fleet_generated"] = (f"Generated {len(res.clusters)} clusters "
-                                                       f"({res.partitions:,} partitions) in `{store_path}`. "
-                                                       "Run the job to rank them.")
-                st.rerun()
+        b2.button("Generate a demo fleet", key="fleet_generate", icon=":material/auto_awesome:", width="stretch",
+                  on_click=lambda: st.session_state.update(fleet_generate_now=True),
+                  help=f"{DEMO_SPEC.clusters} synthetic clusters ({DEMO_SPEC.partitions_total:,} partitions, "
+                       f"{DEMO_SPEC.min_brokers}–{DEMO_SPEC.max_brokers} brokers each) with the skews real "
+                       "fleets have, written into the store directory")
     if msg := st.session_state.pop("fleet_generated", None):
         st.success(msg, icon=":material/check_circle:")
+    elif err := st.session_state.pop("fleet_generate_error", None):
+        st.error(err, icon=":material/error:")
 
     if running:
         if st.session_state.get(K_JOB) != job.id:
@@ -301,21 +310,30 @@ names = scores["cluster"].tolist()
 ranking = scores[RANKING_COLUMNS]
 st.dataframe(
     ranking, hide_index=True, key=K_TABLE, on_select=lambda: pick_from_table(names), selection_mode="single-row",
-    height=min(420, 38 + 35 * len(ranking)),
+    height=min(38 + 35 * 15, 38 + 35 * len(ranking)),  # up to 15 rows without a scroll bar
+    # words, not the output's column names (replica_cv), each column as wide as its header: the table fits 1600 px
+    # (its last column was cut at the right); the help says which output column each is
     column_config={
-        **{c: st.column_config.NumberColumn(width="small") for c in ("brokers", "partitions")},
-        "rank": st.column_config.NumberColumn("rank", format="%d", width="small"),
-        "imbalance_score": st.column_config.ProgressColumn("imbalance_score", min_value=0.0, max_value=100.0,
-                                                           format="%.1f", help="0 even and healthy … 100 worst"),
-        "replica_cv": st.column_config.NumberColumn(format="%.3f", width="small",
-                                                    help="replicas per alive broker: stddev / mean"),
-        "leader_cv": st.column_config.NumberColumn(format="%.3f", width="small",
-                                                   help="leaders per alive broker: stddev / mean"),
-        "under_replicated": st.column_config.NumberColumn(help="partitions whose ISR is smaller than the replicas"),
-        "offline": st.column_config.NumberColumn(width="small", help="partitions without a live leader"),
-        "rack_violations": st.column_config.NumberColumn(help="partitions on fewer racks than min(RF, racks)"),
+        "rank": st.column_config.NumberColumn("Rank", format="%d", width=50),
+        "cluster": st.column_config.TextColumn("Cluster", width=120),
+        "imbalance_score": st.column_config.ProgressColumn("Imbalance score", min_value=0.0, max_value=100.0,
+                                                           format="%.1f", width=125,
+                                                           help="imbalance_score: 0 even and healthy … 100 worst"),
+        "brokers": st.column_config.NumberColumn("Brokers", width=65),
+        "partitions": st.column_config.NumberColumn("Partitions", format="%d", width=80),
+        "replica_cv": st.column_config.NumberColumn("Replica CV", format="%.3f", width=85,
+                                                    help="replica_cv: replicas per alive broker, stddev / mean"),
+        "leader_cv": st.column_config.NumberColumn("Leader CV", format="%.3f", width=80,
+                                                   help="leader_cv: leaders per alive broker, stddev / mean"),
+        "under_replicated": st.column_config.NumberColumn(
+            "Under-replicated", width=115, help="under_replicated: partitions whose ISR is smaller than the replicas"),
+        "offline": st.column_config.NumberColumn("Offline", width=65, help="offline: partitions without a live leader"),
+        "rack_violations": st.column_config.NumberColumn(
+            "Rack violations", width=105, help="rack_violations: partitions on fewer racks than min(RF, racks)"),
         "brokers_over_leader_threshold": st.column_config.NumberColumn(
-            help="brokers whose preferred-leader imbalance exceeds leader.imbalance.per.broker.percentage"),
+            "Over threshold", width=105,
+            help="brokers_over_leader_threshold: brokers whose preferred-leader imbalance exceeds "
+                 "leader.imbalance.per.broker.percentage"),
     })
 st.caption("Select a row to draw that cluster's brokers and topics below.")
 

@@ -15,6 +15,7 @@ on screen to the button; dashboard.reassign.run writes it through core.zk.reassi
 from __future__ import annotations
 
 import json
+import time
 
 import streamlit as st
 
@@ -25,9 +26,11 @@ from core.zk import reassign
 from dashboard import actions, charts, frame, ops_panels, ui
 from dashboard.reassign import plan_view as rs
 from dashboard.reassign import run as reassign_run
+from dashboard.reassign.sizes import from_brokers as broker_sizes_of
 from dashboard.text import md, md_text
 
 SIZES = "ra_sizes_cache"  # (digest, parsed sizes)
+SIZES_REREAD = "ra_sizes_reread_asked"  # "Read again" was pressed: the next run reads the brokers' sizes anew
 PLANS = "reassign.plans"  # Connection.memo: (generation, request key) -> (snapshot, Planned | None, error | None)
 MAX_CACHED_PLANS = 6
 CHART = {"displayModeBar": False}
@@ -61,32 +64,67 @@ def read_input(upload, text: str | None) -> bytes | str | None:
     return text if text and text.strip() else None
 
 
+def _read_sizes_again() -> None:
+    st.session_state[SIZES_REREAD] = True
+
+
+def broker_sizes() -> tuple[dict | None, str | None]:
+    """(sizes, their key) read from the cluster's brokers (dashboard.reassign.sizes: one read per connection,
+    kept a few minutes), with a line saying where they come from; (None, None) with a note when the brokers cannot
+    be read. Issue 24: without this, Bytes moved and Est. time showed "—" on a cluster with `bootstrap`."""
+    force = st.session_state.pop(SIZES_REREAD, False)
+    with st.spinner("Reading partition sizes from the brokers (describeLogDirs)…"):
+        got = broker_sizes_of(conn, ctx.cluster, force=force)
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    if got.sizes is None:
+        row.caption(f":material/warning: Partition sizes could not be read from the brokers: "
+                    f"{md_text(got.error).rstrip('.')}. Bytes moved and the time estimate are unknown; upload `kafka-log-dirs.sh --describe` output "
+                    "under Partition sizes, or read again.")
+    else:
+        row.caption(f"Partition sizes: {len(got.sizes):,} partitions, {rs.human_bytes(sum(got.sizes.values()))} "
+                    f"(largest replica per partition), read from the brokers at "
+                    f"{time.strftime('%H:%M:%S UTC', time.gmtime(got.at))} (describeLogDirs, as `kafka-log-dirs.sh "
+                    "--describe` shows them).")
+    row.button("Read again", key="ra_sizes_reread", icon=":material/refresh:", on_click=_read_sizes_again,
+               help="Read the partition sizes from the brokers now")
+    return (got.sizes, got.key) if got.sizes is not None else (None, None)
+
+
 def sizes_input() -> tuple[dict | None, str | None, bool]:
-    """(sizes, digest of their data, bad input)."""
+    """(sizes, digest of their data, bad input): an uploaded or pasted kafka-log-dirs output, else with the cluster's
+    `bootstrap` the brokers' own."""
     with st.expander("Partition sizes (optional: bytes moved, byte balance, time estimate)"):
         up = st.file_uploader("kafka-log-dirs.sh --describe output", type=["json", "txt"], key="ra_sizes_file",
                               help="kafka-log-dirs.sh --bootstrap-server B --describe > sizes.json; its two "
-                                   "progress lines may stay in")
+                                   "progress lines may stay in"
+                                   + ("; it replaces the sizes read from the brokers" if ctx.cluster.bootstrap
+                                      else ""))
         text = st.text_area("…or paste it", key="ra_sizes_text", height=90,
                             placeholder='{"version":1,"brokers":[{"broker":1,"logDirs":[...]}]}')
         data = read_input(up, text)
-        if data is None:
+        if data is not None:
+            key = rs.digest(data)
+            cached = st.session_state.get(SIZES)
+            if cached is None or cached[0] != key:
+                try:
+                    cached = (key, parse_log_dirs(data))
+                except KeelError as e:
+                    st.error(md_text(f"Partition sizes: {e}"), icon=":material/error:")
+                    return None, None, True
+                st.session_state[SIZES] = cached
+            sizes = cached[1]
+            st.caption(f"{len(sizes):,} partition sizes, {rs.human_bytes(sum(sizes.values()))} in total "
+                       f"(largest replica per partition)" + (" · from the uploaded file" if up is not None else ""))
+            return sizes, key, False
+        if ctx.cluster.bootstrap:
+            st.caption("Without a file, the sizes come from the brokers (the line under this box).")
+        else:
             st.caption("Without sizes the plan balances replica counts; bytes moved and the time estimate are "
-                       "unknown.")
-            return None, None, False
-        key = rs.digest(data)
-        cached = st.session_state.get(SIZES)
-        if cached is None or cached[0] != key:
-            try:
-                cached = (key, parse_log_dirs(data))
-            except KeelError as e:
-                st.error(md_text(f"Partition sizes: {e}"), icon=":material/error:")
-                return None, None, True
-            st.session_state[SIZES] = cached
-        sizes = cached[1]
-        st.caption(f"{len(sizes):,} partition sizes, {rs.human_bytes(sum(sizes.values()))} in total "
-                   f"(largest replica per partition)" + (" · from the uploaded file" if up is not None else ""))
-        return sizes, key, False
+                       "unknown. With the cluster's `bootstrap` in keel.toml, Keel reads them from the brokers.")
+    if not ctx.cluster.bootstrap:
+        return None, None, False
+    sizes, key = broker_sizes()
+    return sizes, key, False
 
 
 def broker_label(b: int, held: dict[int, int]) -> str:
@@ -344,9 +382,14 @@ def before_after(p: rs.Planned) -> None:
     if view in ("Heatmap", "Change"):
         heat = p.derived("heatmap", lambda: rs.topic_broker_counts(p.before, p.result.target, brokers))
         draw = charts.replica_heatmaps if view == "Heatmap" else charts.replica_change_heatmap
-        fig = p.derived(f"figure:{figure_key}",
-                        lambda: draw(heat.brokers, alive, heat.topics, heat.before, heat.after, marks=marks))
-        st.plotly_chart(fig, key="ra_heatmap" if view == "Heatmap" else "ra_change_heatmap", config=CHART)
+        figs = p.derived(f"figure:{figure_key}",
+                         lambda: draw(heat.brokers, alive, heat.topics, heat.before, heat.after, marks=marks))
+        if view == "Heatmap":  # side by side where both fit, one above the other in a narrow window
+            row = st.container(horizontal=True, gap="medium")
+            for fig, key in zip(figs, ("ra_heatmap", "ra_heatmap_after")):
+                row.plotly_chart(fig, key=key, config=CHART)
+        else:
+            st.plotly_chart(figs, key="ra_change_heatmap", config=CHART)
         folded = heat.topics[-1] if heat.topics and heat.topics[-1].startswith("other (") else None
         st.caption(f"Over the {len(p.result.target):,} partition(s) in scope"
                    + (f"; the {len(heat.topics) - 1} topics with the most replicas, the {folded[7:-1]} summed in "
@@ -408,12 +451,12 @@ def downloads(p: rs.Planned) -> None:
                 wrap_lines=True)
         if len(text) > rs.MAX_JSON_PREVIEW:
             st.caption(f"First {rs.MAX_JSON_PREVIEW:,} of {len(text):,} characters; the download has it all.")
-        servers = actions.bootstrap_servers(snap)
-        st.code(f"kafka-reassign-partitions.sh --bootstrap-server {servers} --reassignment-json-file "
-                f"reassignment.json --execute" + (f" --throttle {throttle}" if throttle else "")
-                + f"\nkafka-reassign-partitions.sh --bootstrap-server {servers} --reassignment-json-file "
-                  "reassignment.json --verify", language="bash", wrap_lines=True)
-        st.caption("Kafka before 2.5: `--zookeeper <connect string>` instead of `--bootstrap-server`.")
+        for flag, where in (("--bootstrap-server", actions.bootstrap_servers(snap)), ("--zookeeper", ctx.cluster.zk)):
+            if flag == "--zookeeper":
+                st.caption("Kafka before 2.5 (no `--bootstrap-server`): the same through ZooKeeper.")
+            tool = ["kafka-reassign-partitions.sh", flag, where, "--reassignment-json-file", "reassignment.json"]
+            ui.commands(tool + ["--execute"] + (["--throttle", str(throttle)] if throttle else []),
+                        tool + ["--verify"])
 
 
 def execute_panel(p: rs.Planned) -> None:
@@ -469,8 +512,10 @@ if followed is not None:
 else:
     if live_snap.in_progress.reassignment:
         st.info(f"A reassignment of {len(live_snap.in_progress.reassignment):,} partition(s) is running, not started "
-                "from this session: follow it below if Keel recorded it, or with `python -m core verify`.",
-                icon=":material/hourglass_top:")
+                "from this session: follow it below if Keel recorded it, or verify it from a shell with the plan "
+                "that was executed (exit status 3 while it runs):", icon=":material/hourglass_top:")
+        ui.commands(["python", "-m", "core", "verify", "--zk", ctx.cluster.zk, "--reassignment-json-file",
+                     "plan.json"])
     reassign_run.cancel_section(ctx, None, live_snap)  # issue 15: cancel it (Kafka 2.4+), or what that needs
     reassign_run.follow_earlier(ctx)
     actions.show(reassign_run.RUN_RESULT, scope="reassign-run")

@@ -12,14 +12,34 @@ import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from core.balance import IMPORTED, STRATEGIES, PlanRequest, PlanResult
 from core.balance import import_plan as score_imported
-from core.model import NO_LEADER, ClusterSnapshot
+from core.balance.costs import copy_seconds
+from core.balance.requests import DEFAULT_STRATEGY, plan, plan_request
+from core.balance.shape import (  # noqa: F401  (re-exported for the page)
+    MAX_HEATMAP_CELLS,
+    TOP_TOPICS,
+    BrokerLoads,
+    Heatmap,
+    broker_loads,
+    broker_marks,
+    empty_brokers,
+    moves_of,
+    replicas_per_broker,
+    shown_brokers,
+    topic_broker_counts,
+)
+from core.model import ClusterSnapshot
 from core.plans import PartitionStatus, ReassignmentPlan, ReassignStatus, settled  # noqa: F401  (settled: re-export)
+from dashboard.audit import when
+
+if TYPE_CHECKING:
+    from core.store import Action
 
 COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE = (ReassignStatus.COMPLETE, ReassignStatus.IN_PROGRESS,
                                             ReassignStatus.NOT_AT_TARGET, ReassignStatus.GONE)
@@ -32,12 +52,9 @@ GOAL_DRAIN = "Drain brokers"
 GOAL_RF = "Change replication factor"
 GOAL_IMPORT = "Import a plan"
 GOALS = (GOAL_REBALANCE, GOAL_FILL, GOAL_DRAIN, GOAL_RF, GOAL_IMPORT)
-DEFAULT_STRATEGY = "balanced"
 
 MB = 1_000_000  # throttles are typed in MB/s (decimal, as Kafka's --throttle is bytes/s)
 DEFAULT_THROTTLE_MB = 50.0
-TOP_TOPICS = 20  # heatmap rows at most, the "other" row included
-MAX_HEATMAP_CELLS = 6000  # per heatmap; more brokers get fewer topic rows
 MAX_JSON_PREVIEW = 20_000  # characters of plan JSON shown inline; the downloads have it all
 
 DIFF_COLUMNS = ["Topic", "Partition", "Before", "After", "Added", "Removed", "Moves", "Preferred leader"]
@@ -101,32 +118,29 @@ def build_request(snapshot: ClusterSnapshot, goal: str, strategy: str, *, topics
                   sizes: Mapping[Key, int] | None = None, max_moves: int | None = None, seed: int = 0,
                   rack_aware: bool = True, per_topic_spread: bool = False, wave_partitions: int | None = None,
                   wave_broker_moves: int | None = None) -> PlanRequest | None:
-    """The engine's request for a goal, or None while the goal still lacks its input (no broker to drain, ...).
-
-    kafka-generate needs the topics named (as --generate needs --topics-to-move-json-file): "all topics" is then
-    every topic not queued for deletion, listed."""
-    chosen: tuple[str, ...] | None = tuple(sorted(topics)) or None
-    rf = None
-    drain_ids: tuple[int, ...] = ()
+    """The engine's request (core.balance.requests.plan_request) for the page's goal, or None while the goal still
+    lacks its input (no broker to drain, no topic or replication factor to change)."""
     if goal == GOAL_FILL:
-        chosen = None
+        topics = ()
     elif goal == GOAL_DRAIN:
         if not drain:
             return None
-        chosen, drain_ids = None, tuple(sorted(int(b) for b in drain))
+        topics = ()
     elif goal == GOAL_RF:
-        if not chosen or replication_factor is None:
+        if not topics or replication_factor is None:
             return None
-        rf = int(replication_factor)
-    elif goal != GOAL_REBALANCE:
+    elif goal == GOAL_REBALANCE:
+        drain, replication_factor = (), None
+    else:
         return None
-    if chosen is None and strategy != DEFAULT_STRATEGY:
-        deleting = set(snapshot.in_progress.deletion)
-        chosen = tuple(t.name for t in snapshot.topics if t.name not in deleting and t.partitions)
-    return PlanRequest(topics=chosen, drain_brokers=drain_ids, replication_factor=rf,
-                       partition_sizes=dict(sizes) if sizes is not None else None, max_moves=max_moves,
-                       seed=int(seed), rack_aware=rack_aware, per_topic_spread=per_topic_spread,
-                       wave_partitions=wave_partitions, wave_broker_moves=wave_broker_moves)
+    if goal != GOAL_DRAIN:
+        drain = ()
+    if goal != GOAL_RF:
+        replication_factor = None
+    return plan_request(snapshot, strategy, topics=topics, drain=drain, replication_factor=replication_factor,
+                        sizes=sizes, max_moves=max_moves, seed=seed, rack_aware=rack_aware,
+                        per_topic_spread=per_topic_spread, wave_partitions=wave_partitions,
+                        wave_broker_moves=wave_broker_moves)
 
 
 def request_key(strategy: str, request: PlanRequest, sizes_digest: str | None) -> str:
@@ -137,9 +151,10 @@ def request_key(strategy: str, request: PlanRequest, sizes_digest: str | None) -
 
 
 def run_planner(snapshot: ClusterSnapshot, strategy: str, request: PlanRequest) -> Planned:
-    """Plan with a strategy on `snapshot` (the page passes core.plans.settled(live), as the CLI's `plan` does)."""
+    """core.balance.requests.plan, as the CLI's `plan` does (on the cluster as it will be once a running
+    reassignment is done)."""
     started = time.perf_counter()
-    result = STRATEGIES[strategy](snapshot, request)
+    result = plan(snapshot, strategy, request)
     return _planned(strategy, result, result.plan, result.rollback_json(), started, result.warnings,
                     request.partition_sizes)
 
@@ -188,50 +203,12 @@ def subset(plan: ReassignmentPlan, keys: Iterable[Key]) -> ReassignmentPlan:
     return ReassignmentPlan(tuple(e for e in plan.entries if (e.topic, e.partition) in wanted))
 
 
-def moves_of(plan: ReassignmentPlan, before: Mapping[Key, Sequence[int]]) -> tuple[int, int]:
-    """(partitions whose replica set changes, replicas moved = new replicas placed)."""
-    changing = moved = 0
-    for e in plan.entries:
-        old = set(before.get((e.topic, e.partition), ()))
-        if set(e.replicas) != old:
-            changing += 1
-            moved += len(set(e.replicas) - old)
-    return changing, moved
-
-
 # --- numbers for the cost panel ------------------------------------------------------------------------
 
 
 def estimate_seconds(planned: Planned, snapshot: ClusterSnapshot, throttle: int | None) -> float | None:
-    """Copy time at `throttle` bytes/s; None without partition sizes or without a throttle.
-
-    Kafka applies the throttle per broker: a leader sends, and a new replica receives, throttled replication traffic
-    at most `throttle` bytes/s each. So a wave takes about its busiest broker's bytes (received, or sent as the
-    partition's current leader) / throttle, and waves run one after another. Writes arriving meanwhile, and the time
-    between waves, are not counted."""
-    if planned.sizes is None or not throttle:
-        return None
-    result = planned.result
-    leaders = {(p.topic, p.partition): p.leader for p in snapshot.partitions()}
-    waves = result.waves or (tuple(sorted(result.proposed)),)
-    total = 0.0
-    for wave in waves:
-        received: Counter[int] = Counter()
-        sent: Counter[int] = Counter()
-        for key in wave:
-            old, new = result.rollback[key], result.proposed[key]
-            arrivals = [b for b in new if b not in old]
-            if not arrivals:
-                continue
-            size = planned.sizes.get(key, 0)
-            source = leaders.get(key, NO_LEADER)
-            if source not in old:
-                source = old[0] if old else NO_LEADER
-            for b in arrivals:
-                received[b] += size
-                sent[source] += size
-        total += max([0, *received.values(), *sent.values()]) / throttle
-    return total
+    """core.balance.costs.copy_seconds of the plan shown (None without sizes or throttle)."""
+    return copy_seconds(planned.result, planned.sizes, snapshot, throttle)
 
 
 def human_bytes(n: float | None, unknown: str = "unknown") -> str:
@@ -273,109 +250,6 @@ def before_after_text(pair: tuple[float, float] | None, fmt=lambda v: f"{v:,g}")
 
 
 # --- brokers ----------------------------------------------------------------------------------------------
-
-
-def replicas_per_broker(snapshot: ClusterSnapshot) -> Counter[int]:
-    return Counter(b for p in snapshot.partitions() for b in p.replicas)
-
-
-def empty_brokers(snapshot: ClusterSnapshot) -> list[int]:
-    """Alive brokers holding no replica at all: what "fill new brokers" fills."""
-    held = replicas_per_broker(snapshot)
-    return sorted(b.id for b in snapshot.brokers if b.alive and not held.get(b.id))
-
-
-def shown_brokers(snapshot: ClusterSnapshot, *assignments: Mapping[Key, Sequence[int]]) -> list[int]:
-    """Every broker the snapshot knows (dead ones referenced by assignments included) and any an assignment names."""
-    ids = {b.id for b in snapshot.brokers}
-    for a in assignments:
-        for replicas in a.values():
-            ids.update(replicas)
-    return sorted(ids)
-
-
-def broker_marks(snapshot: ClusterSnapshot, drain: Iterable[int] = (), empty: Iterable[int] = ()) -> dict[int, str]:
-    """Label suffixes: "drain" for brokers being drained, "empty" for alive brokers holding nothing yet."""
-    marks = {b: "empty" for b in empty}
-    marks.update({b: "drain" for b in drain})
-    return marks
-
-
-@dataclass(frozen=True)
-class BrokerLoads:
-    brokers: list[int]
-    replicas: tuple[list[int], list[int]]  # (before, after), aligned with brokers
-    leaders: tuple[list[int], list[int]]  # preferred leaders (first replica)
-    bytes: tuple[list[int], list[int]] | None
-
-
-def broker_loads(before: Mapping[Key, Sequence[int]], after: Mapping[Key, Sequence[int]], brokers: Sequence[int],
-                 sizes: Mapping[Key, int] | None) -> BrokerLoads:
-    def count(assignment):
-        reps: Counter[int] = Counter()
-        leads: Counter[int] = Counter()
-        size: Counter[int] = Counter()
-        for key, replicas in assignment.items():
-            reps.update(replicas)
-            if replicas:
-                leads[replicas[0]] += 1
-            if sizes is not None:
-                n = sizes.get(key, 0)
-                for b in replicas:
-                    size[b] += n
-        return ([reps.get(b, 0) for b in brokers], [leads.get(b, 0) for b in brokers],
-                [size.get(b, 0) for b in brokers])
-    rb, lb, sb = count(before)
-    ra, la, sa = count(after)
-    return BrokerLoads(list(brokers), (rb, ra), (lb, la), None if sizes is None else (sb, sa))
-
-
-@dataclass(frozen=True)
-class Heatmap:
-    topics: list[str]  # row labels, the folded "other (n topics)" row last
-    brokers: list[int]  # columns
-    before: list[list[int]]
-    after: list[list[int]]
-
-    @property
-    def cells(self) -> int:
-        return len(self.topics) * len(self.brokers)
-
-
-def topic_broker_counts(before: Mapping[Key, Sequence[int]], after: Mapping[Key, Sequence[int]],
-                        brokers: Sequence[int], *, top: int = TOP_TOPICS,
-                        max_cells: int = MAX_HEATMAP_CELLS) -> Heatmap:
-    """Replicas per (topic, broker) before and after, the topics with the most replicas as rows and the rest folded
-    into one "other" row, so that rows x brokers stays within `max_cells` (and `top` rows)."""
-    rows = max(1, min(top, max_cells // max(1, len(brokers))))
-    cb: Counter[tuple[str, int]] = Counter()
-    ca: Counter[tuple[str, int]] = Counter()
-    totals: Counter[str] = Counter()
-    for counter, assignment in ((cb, before), (ca, after)):
-        for (topic, _), replicas in assignment.items():
-            for b in replicas:
-                counter[(topic, b)] += 1
-    for (topic, _), replicas in before.items():
-        totals[topic] += len(replicas)
-    for (topic, _), replicas in after.items():
-        totals.setdefault(topic, 0)
-    ranked = sorted(totals, key=lambda t: (-totals[t], t))
-    if len(ranked) <= rows:
-        named, rest = ranked, []
-    else:
-        named, rest = ranked[:rows - 1], ranked[rows - 1:]
-    col = {b: i for i, b in enumerate(brokers)}
-
-    def matrix(counter: Counter[tuple[str, int]]) -> list[list[int]]:
-        out = [[0] * len(brokers) for _ in range(len(named) + (1 if rest else 0))]
-        row = {t: i for i, t in enumerate(named)}
-        other = len(named)
-        for (topic, b), n in counter.items():
-            if b in col:
-                out[row.get(topic, other)][col[b]] += n
-        return out
-    labels = list(named) + ([f"other ({len(rest):,} topics)"] if rest else [])
-    return Heatmap(labels, list(brokers), matrix(cb), matrix(ca))
 
 
 # --- tables -------------------------------------------------------------------------------------------------
@@ -423,3 +297,33 @@ def status_table(statuses: Sequence[PartitionStatus]) -> pd.DataFrame:
     return pd.DataFrame([{"Topic": s.topic, "Partition": s.partition, "Status": s.status,
                           "Replicas now": ids(s.replicas), "Target": ids(s.target)} for s in ordered],
                         columns=STATUS_COLUMNS)
+
+
+# --- runs: what the run panel counts, how a recorded run is named ---------------------------------------------
+
+
+def in_progress(statuses: Sequence[PartitionStatus]) -> list[Key]:
+    """The partitions of a run still in progress (in /admin/reassign_partitions, or adding / removing replicas, of a
+    topic that exists): what the panel's In progress counts and what its Cancel offers, one source for both."""
+    return [(s.topic, s.partition) for s in statuses if s.status == IN_FLIGHT]
+
+
+def epoch(iso: str) -> float:
+    """time.time() of an ISO timestamp the store wrote ("2026-11-22T03:00:00Z"); now when it does not parse."""
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
+
+
+def run_label(action: Action) -> str:
+    """How the list of earlier runs names a recorded one. A rollback is the rollback of its action (the summary
+    Execute wrote says "reassignment of N partitions"); one Verify found complete says so."""
+    what = (f"rollback of action #{action.rollback_of} ({action.target})"
+            if action.kind == "rollback" and action.rollback_of else action.summary)
+    parts = [f"#{action.id}", when(action.at), action.actor, what]
+    if action.completed_at:
+        parts.append(f"verified complete {when(action.completed_at)}")
+    parts += [f"rolled back by #{i}" for i in action.rolled_back_by]
+    return " · ".join(parts)
+

@@ -127,15 +127,18 @@ class FollowedRun:
 
     @classmethod
     def recorded(cls, action: Action) -> FollowedRun:
-        """A reassignment from the audit store (KeelError when its stored plan does not parse)."""
+        """A reassignment (or rollback) from the audit store (KeelError when its stored plan does not parse). One
+        that Verify found complete (its completed_at) is followed as verified: Verify removed its throttles then."""
         plan = parse_reassignment(action.payload["plan"])
         try:
             rollback = parse_reassignment(action.rollback) if action.rollback else None
         except KeelError:
             rollback = None
-        return cls(action_id=action.id, label=f"Action #{action.id}", plan=plan, rollback=rollback,
+        verified = Verified(True, True, rs.epoch(action.completed_at)) if action.completed_at else None
+        label = f"Rollback of action #{action.rollback_of}" if action.rollback_of else f"Action #{action.id}"
+        return cls(action_id=action.id, label=label, plan=plan, rollback=rollback,
                    throttle=reassign.recorded_throttle(action), partitions=len(plan.entries), moving=None,
-                   throttled_brokers=())
+                   throttled_brokers=(), verified=verified)
 
 
 def _track(run: FollowedRun) -> None:
@@ -390,14 +393,15 @@ def cancel_section(ctx: frame.PageContext, run: FollowedRun | None = None, live=
     True when something about a running reassignment was drawn."""
     live = ctx.conn.snapshot() if live is None else live
     context = "all" if run is None else str(run.action_id)
-    running = ctx.conn.derived("reassign.running", live, running_keys) if live is not None else frozenset()
-    keys = sorted(running if run is None else running & set(run.plan.assignment()))
+    # a run's: what its panel counts as in progress (one count, one source); else every running partition
+    keys = [] if live is None else rs.in_progress(_statuses(ctx, run, live)) if run is not None else \
+        sorted(ctx.conn.derived("reassign.running", live, running_keys))
     if keys and not ctx.cluster.bootstrap:
         st.caption(":material/info: Cancelling a running reassignment needs the cluster's `bootstrap` servers in "
                    "keel.toml (Kafka's Admin API, Kafka 2.4+). From a shell:")
-        which = "--all" if run is None else "--reassignment-json-file plan.json"
-        st.code(f"python -m core cancel --zk {ctx.cluster.zk} --bootstrap-server HOST:PORT {which} "
-                f"--cluster {ctx.cluster.name}", language="bash", wrap_lines=True)
+        which = ["--all"] if run is None else ["--reassignment-json-file", "plan.json"]
+        ui.commands(["python", "-m", "core", "cancel", "--zk", ctx.cluster.zk, "--bootstrap-server", "HOST:PORT",
+                     *which, "--cluster", ctx.cluster.name])
     elif keys:
         reason = actions.blocked_reason(ctx.config, "cancel the reassignment")
         whose = "of every running reassignment" if run is None else f"of action #{run.action_id}"
@@ -590,7 +594,6 @@ def follow_earlier(ctx: frame.PageContext) -> None:
         return
     with st.expander("Follow an earlier reassignment"):
         c = st.columns([4, 1], vertical_alignment="bottom")
-        chosen = c[0].selectbox("Reassignment", [a.id for a in recorded], key="ra_follow_id",
-                                format_func=lambda i: next(f"#{a.id} · {a.at} · {a.actor} · {a.summary}"
-                                                           for a in recorded if a.id == i))
+        labels = {a.id: rs.run_label(a) for a in recorded}
+        chosen = c[0].selectbox("Reassignment", list(labels), key="ra_follow_id", format_func=labels.__getitem__)
         c[1].button("Follow", key="ra_follow", on_click=_follow, args=(ctx, chosen), width="stretch")

@@ -15,8 +15,10 @@ import pandas as pd
 import streamlit as st
 
 from core import health
+from core.restarts import only_in_sync_on
+from core.shares import even_share
 from core.model import NO_LEADER, ClusterSnapshot
-from dashboard import frame, ui
+from dashboard import broker_defaults, frame, ui
 from dashboard.text import md
 
 TOPIC_COLUMNS = ["Topic", "Replicas", "Leaders", "Preferred", "Partitions", "Share %"]
@@ -41,7 +43,6 @@ class BrokerView:
     preferred: int
     total_replicas: int
     total_leaders: int
-    brokers_alive: int
 
 
 def broker_view(snap: ClusterSnapshot, broker_id: int) -> BrokerView:
@@ -50,6 +51,7 @@ def broker_view(snap: ClusterSnapshot, broker_id: int) -> BrokerView:
     pref: Counter[str] = Counter()
     size: dict[str, int] = {}
     only = []
+    alive = snap.alive_broker_ids
     total_replicas = total_leaders = 0
     for t in snap.topics:
         size[t.name] = len(t.partitions)
@@ -61,15 +63,14 @@ def broker_view(snap: ClusterSnapshot, broker_id: int) -> BrokerView:
             reps[t.name] += 1
             leads[t.name] += p.leader == broker_id
             pref[t.name] += p.replicas[0] == broker_id
-            if tuple(p.isr) == (broker_id,):
+            if only_in_sync_on(p, broker_id, alive):  # as restart-check counts it (core.restarts)
                 only.append({"Topic": t.name, "Partition": p.partition, "Replicas": ui_ids(p.replicas),
                              "ISR": ui_ids(p.isr), "Leader": "none" if p.leader == NO_LEADER else str(p.leader)})
     rows = [{"Topic": name, "Replicas": n, "Leaders": leads[name], "Preferred": pref[name],
              "Partitions": size[name], "Share %": round(100.0 * n / max(1, size[name]), 1)}
             for name, n in sorted(reps.items(), key=lambda kv: (-kv[1], kv[0]))]
     return BrokerView(pd.DataFrame(rows, columns=TOPIC_COLUMNS), pd.DataFrame(only, columns=ONLY_ISR_COLUMNS),
-                      sum(reps.values()), sum(leads.values()), sum(pref.values()), total_replicas, total_leaders,
-                      len(snap.alive_broker_ids))
+                      sum(reps.values()), sum(leads.values()), sum(pref.values()), total_replicas, total_leaders)
 
 
 def ui_ids(xs) -> str:
@@ -103,7 +104,7 @@ def _pct(part: int, whole: int) -> str:
 @frame.live_fragment("live-broker")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     loads = {b.broker_id: b for b in summary.brokers}
     ids = sorted(loads)
     # no format_func: a bound widget writes its label to the URL, so the label is the broker id itself
@@ -123,7 +124,8 @@ def live() -> None:
     m = ui.metric_row()
     ui.metric(m, "Status", "alive" if load.alive else "DOWN",
               help="Registered under /brokers/ids (alive), or only named in assignments (down)")
-    ui.metric(m, "Rack", md(load.rack or "—"))
+    ui.metric(m, "Rack", md(load.rack or "—"),
+              help="As its last registration said, before it went down" if b is not None and b.remembered else None)
     ui.metric(m, "Replicas", f"{view.replicas:,}", delta=f"{_pct(view.replicas, view.total_replicas)} of all",
               delta_color="gray", delta_arrow="off", help="Replicas it holds, and its share of all replicas")
     ui.metric(m, "Leaders", f"{view.leaders:,}", delta=f"{_pct(view.leaders, view.total_leaders)} of all",
@@ -137,14 +139,22 @@ def live() -> None:
               help="Partitions where it is the only in-sync replica: they go offline if it stops")
     if ctrl == broker_id:
         st.caption(":material/star: This broker is the controller.")
-    if view.brokers_alive:
-        fair = view.total_replicas / max(1, len(snap.alive_broker_ids))
-        st.caption(f"An even share would be {fair:,.0f} replicas per alive broker ({view.brokers_alive} alive).")
+    share = conn.derived("even_share", snap, even_share)
+    if share.brokers:
+        down = (f", {len(share.down_holding)} of them down but holding replicas" if share.down_holding else "")
+        st.caption(f"An even share would be {share.per_broker:,.0f} replicas per broker ({share.replicas:,} replicas "
+                   f"over {share.brokers} brokers{down}).")
 
     left, right = st.columns(2, gap="medium")
     with left:
         st.subheader("Endpoints", anchor=False)
-        if b is None or not b.alive:
+        if b is not None and b.remembered:
+            st.warning(f"Broker {broker_id} is down: it is not registered under /brokers/ids. Its endpoints and rack "
+                       "below are from its last registration Keel saw.", icon=":material/dns:")
+            endpoints = list(b.endpoints) or ([f"{b.host}:{b.port}"] if b.host else [])
+            st.dataframe(pd.DataFrame({"Endpoint (last seen)": endpoints or ["—"]}), hide_index=True,
+                         key="broker_endpoints")
+        elif b is None or not b.alive:
             st.warning(f"Broker {broker_id} is down: it is not registered under /brokers/ids, so its endpoints and "
                        "rack are unknown until it returns.", icon=":material/dns:")
         else:

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core import health
-from dashboard import charts, frame, ui
+from dashboard import broker_defaults, charts, frame, ui
 
 BROKER_COLUMNS = ["Broker", "Status", "Rack", "Replicas", "Leaders", "Preferred", "Preferred not leading",
                   "Imbalance %", "Over threshold", "Electable"]
@@ -49,7 +49,7 @@ def _style(df: pd.DataFrame):
 @frame.live_fragment("live-brokers")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     threshold = summary.leader_imbalance_threshold
 
     over = [b.broker_id for b in summary.brokers if b.over_threshold and b.alive]
@@ -75,7 +75,7 @@ def live() -> None:
             msg += " A preferred-leader election would move leadership back."
         st.warning(msg, icon=":material/balance:")
 
-    df = conn.derived("brokers.table", snap, lambda s: broker_table(summary))
+    df = conn.derived("brokers.table", snap, lambda s: broker_table(summary), key=summary)
     # a stable key keeps the browser's sort and selection across the 2 s live updates
     event = st.dataframe(_style(df), hide_index=True, key="broker_loads", on_select="rerun",
                          selection_mode="single-row",
@@ -91,7 +91,8 @@ def live() -> None:
 
     loads = summary.brokers
     st.plotly_chart(conn.derived("imbalance_chart", snap, lambda s: charts.imbalance_chart(
-        [b.broker_id for b in loads], [b.imbalance_ratio for b in loads], [b.alive for b in loads], threshold)),
+        [b.broker_id for b in loads], [b.imbalance_ratio for b in loads], [b.alive for b in loads], threshold),
+        key=summary),
         key="imbalance_chart", config={"displayModeBar": False})
 
     if summary.racks or summary.brokers_without_rack:

@@ -39,7 +39,7 @@ from core.topics import (
     validate_topic_name,
 )
 from core.zk import topic_admin
-from dashboard import actions, charts, frame, ops_panels, ui
+from dashboard import actions, broker_defaults, charts, frame, ops_panels, ui
 from dashboard.text import md, md_text
 
 RESULT = "ct_result"
@@ -62,6 +62,7 @@ st.title("Create topic", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}** · placement computed with Kafka's own replica-assignment algorithm "
            "over the live brokers")
 snap = frame.live_snapshot(conn, in_fragment=False)
+bd = broker_defaults.defaults(ctx.cluster, snap)  # issue 23: the brokers' min.insync.replicas, for the risk
 if SEED not in st.session_state:
     st.session_state[SEED] = random.SystemRandom().randrange(2 ** 31)
 
@@ -73,7 +74,7 @@ def _reshuffle() -> None:
 def _create(draft: CreateTopicDraft, context: str, accepted: list[str], form: actions.FormGuard) -> None:
     def work() -> str:
         applied = topic_admin.create_topic(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
-                                           actor=actions.actor(), accept_risks=list(accepted))
+                                           actor=actions.actor(), accept_risks=list(accepted), defaults=bd)
         conn.await_change(lambda s: s.topic(draft.name) is not None)
         return f"{applied.summary[0].upper()}{applied.summary[1:]} (action #{applied.action_id} in History)."
 
@@ -186,7 +187,7 @@ if not name:
     st.info("Enter a topic name to see the placement.", icon=":material/edit:")
 elif name_error is None and not problems and numbers_ok:
     inputs = actions.fingerprint(name, placement, partitions, rf, rack_mode, fixed, st.session_state[SEED],
-                                 assignment_text, overrides)
+                                 assignment_text, overrides, repr(bd))
     cached = st.session_state.get(CACHE)
     try:
         if cached is not None and cached[0] == inputs and cached[1] is snap:
@@ -195,7 +196,8 @@ elif name_error is None and not problems and numbers_ok:
             if fixed < -1:
                 raise KeelError(f"The fixed start index must be -1 (random) or at least 0, not {fixed}")
             draft = draft_create_topic(snap, name, partitions, rf, config=overrides, rack_mode=rack_mode,
-                                       rng=random.Random(st.session_state[SEED]), fixed_start_index=fixed)
+                                       rng=random.Random(st.session_state[SEED]), fixed_start_index=fixed,
+                                       defaults=bd)
         elif not (assignment_text or "").strip():
             st.info("Enter a replica assignment.", icon=":material/edit:")
         elif len(assignment_text) > MAX_TOPIC_ZNODE_BYTES:  # its topic znode would be larger still: not parsed
@@ -203,7 +205,7 @@ elif name_error is None and not problems and numbers_ok:
                                 f"1 MiB request limit (jute.maxbuffer) as a topic znode",
                                 hint=f"create at most {MAX_NEW_PARTITIONS:,} partitions at once, add more later")
         else:
-            draft = draft_create_topic(snap, name, config=overrides, replica_assignment=assignment_text)
+            draft = draft_create_topic(snap, name, config=overrides, replica_assignment=assignment_text, defaults=bd)
         if draft is not None and (cached is None or cached[2] is not draft):
             cached = (inputs, snap, draft, actions.fingerprint(draft.name, draft.assignment, draft.config,
                                                                draft.risks))
@@ -256,28 +258,31 @@ if draft is not None:
     ids_ = [b.id for b in alive]
     racks_ = [b.rack for b in alive]
     alive_ = [True] * len(alive)
-    colors = charts.rack_colors(racks_)
-    left, right = st.columns(2)
-    left.plotly_chart(charts.per_broker_bars(ids_, [replicas[b] for b in ids_], racks_, alive_,
-                                             title="Replicas of the new topic per broker", y_title="Replicas",
-                                             colors=colors),
-                      key="ct_replicas_chart", config={"displayModeBar": False})
-    right.plotly_chart(charts.per_broker_bars(ids_, [leaders[b] for b in ids_], racks_, alive_,
-                                              title="Preferred leaders of the new topic per broker",
-                                              y_title="Leaders", colors=colors),
-                       key="ct_leaders_chart", config={"displayModeBar": False})
+    colors = charts.rack_colors(b.rack for b in snap.brokers)  # every known rack: the Overview's colours
+    row = st.container(horizontal=True, gap="medium")  # side by side where both fit, stacked at 900 px
+    row.plotly_chart(charts.per_broker_bars(ids_, [replicas[b] for b in ids_], racks_, alive_,
+                                            title="Replicas of the new topic per broker", y_title="Replicas",
+                                            colors=colors),
+                     key="ct_replicas_chart", config={"displayModeBar": False})
+    row.plotly_chart(charts.per_broker_bars(ids_, [leaders[b] for b in ids_], racks_, alive_,
+                                            title="Preferred leaders of the new topic per broker",
+                                            y_title="Leaders", colors=colors),
+                     key="ct_leaders_chart", config={"displayModeBar": False})
 
     st.markdown("**Equivalent command** (explicit assignment, so it places replicas exactly as above)")
     try:
         command = kafka_topics_command(draft, actions.bootstrap_servers(snap))
         if draft.partitions <= MAX_COMMAND_PARTITIONS:
             st.code(command, language="bash", wrap_lines=True)
+            st.caption("Kafka before 2.2 (no `--bootstrap-server`): the same through ZooKeeper.")
+            st.code(kafka_topics_command(draft, ctx.cluster.zk, zookeeper=True), language="bash", wrap_lines=True)
         else:
             st.code(command[:400] + " …", language="bash", wrap_lines=True)
             st.download_button(f"Download the full command ({len(command):,} characters)", command + "\n",
                                file_name=f"create-{draft.name}.sh", mime="text/x-shellscript",
                                key="ct_command_download", icon=":material/download:")
-        st.caption("Kafka before 2.2: use `--zookeeper <connect string>` instead of `--bootstrap-server`.")
+            st.caption("Kafka before 2.2: `--zookeeper` and the cluster's connect string instead of "
+                       "`--bootstrap-server`.")
     except KeelError as e:
         st.caption(f"No kafka-topics.sh equivalent: {md_text(e)}")
 

@@ -23,7 +23,7 @@ from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot
 from core.plans import MAX_PLAN_BYTES, format_election, parse_election
 from core.zk import election
-from dashboard import actions, charts, frame, ui
+from dashboard import actions, broker_defaults, charts, frame, ui
 from dashboard.text import md
 
 RESULT = "ld_result"
@@ -115,7 +115,7 @@ def scope_picker(snap: ClusterSnapshot, cands: list[elections.Candidate]) -> dic
         st.caption(f"{off[topic]:,} partition(s) of {md(topic)} off their preferred leader.")
         return {"topic": topic}
     if kind == SCOPES[2]:
-        loads = {b.broker_id: b for b in conn.derived("summary", snap, health.summarize).brokers}
+        loads = {b.broker_id: b for b in broker_defaults.summary(ctx, snap).brokers}
         broker = st.selectbox("Broker (partitions whose preferred leader it is)", [b.id for b in snap.brokers],
                               key="broker", index=None, placeholder="Choose a broker…", bind="query-params")
         if broker is None:
@@ -203,7 +203,7 @@ def last_election(snap: ClusterSnapshot) -> None:
 @frame.live_fragment("live-leaders")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     cands: list[elections.Candidate] = conn.derived("leaders.candidates", snap, elections.candidates)
     eligible = sum(c.eligible for c in cands)
     threshold = summary.leader_imbalance_threshold
@@ -230,7 +230,8 @@ def live() -> None:
 
     loads = summary.brokers
     st.plotly_chart(conn.derived("imbalance_chart", snap, lambda s: charts.imbalance_chart(
-        [b.broker_id for b in loads], [b.imbalance_ratio for b in loads], [b.alive for b in loads], threshold)),
+        [b.broker_id for b in loads], [b.imbalance_ratio for b in loads], [b.alive for b in loads], threshold),
+        key=summary),
         key="ld_imbalance_chart", config={"displayModeBar": False})
 
     # --- the partitions off their preferred leader --------------------------------------------------
@@ -316,6 +317,13 @@ def live() -> None:
                                key="ld_download", icon=":material/download:", width="content",
                                help="For kafka-leader-election.sh --election-type preferred "
                                     "--path-to-json-file (or kafka-preferred-replica-election.sh before 2.4)")
+            with st.expander("The same election from a shell, with this file", icon=":material/terminal:"):
+                ui.commands(["kafka-leader-election.sh", "--bootstrap-server", actions.bootstrap_servers(snap),
+                             "--election-type", "preferred", "--path-to-json-file", "preferred-election.json"],
+                            ["python", "-m", "core", "elect", "--zk", ctx.cluster.zk, "--path-to-json-file",
+                             "preferred-election.json"])
+                st.caption("Kafka before 2.4: kafka-preferred-replica-election.sh with --zookeeper and the same "
+                           "--path-to-json-file.")
             ok = st.checkbox(f"Move the leadership of {n_in:,} partition(s) to their preferred replica",
                              key=f"ld_confirm_{context}", disabled=reason is not None)
             st.button("Elect preferred leaders", type="primary", icon=":material/how_to_vote:", key="ld_elect",

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.errors import KeelError
-from core.logdirs import JbodView, parse_dir_plan, parse_log_dirs_view, plan_balance
+from core.logdirs import JbodView, parse_log_dirs_view, plan_balance
 from dashboard import actions, frame, migration, ui
 from dashboard.text import md, md_text, plotly
 
@@ -68,7 +68,9 @@ if source == SOURCES[0]:
 else:
     up = st.file_uploader("kafka-log-dirs.sh --describe output (JSON)", type=["json", "txt", "log"], key="ld_upload")
     if up is None:
-        st.info("Upload the output of `kafka-log-dirs.sh --bootstrap-server ... --describe`.", icon=":material/upload:")
+        st.info("Upload the output of this command (any broker as bootstrap server):", icon=":material/upload:")
+        ui.commands(["kafka-log-dirs.sh", "--bootstrap-server", cluster.bootstrap or actions.bootstrap_servers(snap),
+                     "--describe"])
         st.stop()
     try:
         st.session_state[VIEW] = (f"file {up.name}", parse_log_dirs_view(up.getvalue()), time.strftime("%H:%M:%S"))
@@ -134,6 +136,8 @@ except KeelError as e:
     st.error(md_text(e), icon=":material/error:")
     st.stop()
 if not plan.moves:
+    # an Execute that just evened the directories out leaves nothing to plan: its outcome first (issue 24)
+    actions.show(RESULT)
     st.success("Nothing to move: no replica narrows the gap between a broker's directories.",
                icon=":material/check_circle:")
     st.stop()
@@ -152,41 +156,43 @@ st.dataframe(pd.DataFrame(spread), hide_index=True, key="ld_spread")
 text = json.dumps(doc, indent=1)
 st.download_button("Download the plan (reassignment JSON with log_dirs)", text + "\n", file_name="log-dirs-plan.json",
                    mime="application/json", icon=":material/download:", key="ld_download")
-st.caption(f"{len(plan.moves)} move(s), {_size(plan.bytes_moved)}. Kafka's own tool runs it too: "
-           "`kafka-reassign-partitions.sh --bootstrap-server ... --reassignment-json-file log-dirs-plan.json "
-           "--execute` (replicas unchanged, only their directories).")
+st.caption(f"{len(plan.moves)} move(s), {_size(plan.bytes_moved)}. Kafka's own tool runs it too (replicas "
+           "unchanged, only their directories):")
+ui.commands(["kafka-reassign-partitions.sh", "--bootstrap-server", cluster.bootstrap or actions.bootstrap_servers(snap),
+             "--reassignment-json-file", "log-dirs-plan.json", "--execute"])
 
 # --- execute ------------------------------------------------------------------------------------------------
 
 context = actions.fingerprint(doc)
+SHOWN_MOVES = 20
+
+
+def moved_text(requests, done, pending, notes, action_id: int) -> str:
+    """What an Execute did, in plain text (one line each): the count, each move, where to find it in History."""
+    lines = [f"Moved {len(done)} of {len(requests)} replica(s) between log directories (action #{action_id} in "
+             "History)" + (f"; {len(pending)} still copying: check again with Read from the brokers" if pending
+                           else "") + ":"]
+    finished = {(r.topic, r.partition, r.broker) for r in done}
+    for r in requests[:SHOWN_MOVES]:
+        lines.append(f"{r.topic}-{r.partition} on broker {r.broker}: {r.current} → {r.target}"
+                     + ("" if (r.topic, r.partition, r.broker) in finished else " (still copying)"))
+    if len(requests) > SHOWN_MOVES:
+        lines.append(f"… and {len(requests) - SHOWN_MOVES:,} more (History has them all).")
+    return "\n".join(lines + list(notes))
 
 
 def _execute(document: dict, form: actions.FormGuard) -> None:
     def work() -> str:
-        from core.kafka.jbod import alter_log_dirs, describe, wait_moved
+        from core.kafka.jbod import execute, wait_moved
 
-        with _admin() as admin:
-            live_snap = conn.snapshot()
-            now = {(p.topic, p.partition): p.replicas for p in live_snap.partitions()}
-            requests, notes = parse_dir_plan(document, now, describe(admin))  # re-checked against live state
-            if not requests:
+        with _admin() as admin:  # the plan re-checked against the live assignment and directories
+            moves = execute(admin, actions.store(), document, conn.snapshot(), cluster=cluster.name,
+                            actor=actions.actor())
+            if not moves.requests:
                 return "Nothing to move: every replica is already in its target directory."
-            answers = alter_log_dirs(admin, requests)
-            failed = {k: e for k, e in answers.items() if e is not None}
-            actions.store().record(cluster=cluster.name, kind="log-dir-move",
-                                   target=",".join(sorted({r.topic for r in requests})),
-                                   summary=f"move {len(requests)} replica(s) between log directories",
-                                   payload={"plan": document}, ok=not failed, actor=actions.actor(),
-                                   result="accepted by the brokers" if not failed else "; ".join(
-                                       f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(failed.items())))
-            if failed:
-                raise KeelError("the brokers refused: " + "; ".join(f"{t}-{p} on broker {b}: {e}"
-                                                                    for (t, p, b), e in sorted(failed.items())))
-            done, pending = wait_moved(admin, requests, timeout=30)
+            done, pending = wait_moved(admin, moves.requests, timeout=30)
         st.session_state.pop(VIEW, None)  # read again
-        return (f"{len(requests)} replica move(s) accepted; {len(done)} finished"
-                + (f", {len(pending)} still copying (check again with Read from the brokers)" if pending else "")
-                + "." + ("\n" + "\n".join(notes) if notes else ""))
+        return moved_text(list(moves.requests), done, pending, moves.notes, moves.action_id)
 
     actions.run(RESULT, work, cfg=cfg, action="move replicas between log directories", context=context, form=form)
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from core import health
 from core.model import ClusterSnapshot
-from dashboard import charts, frame, ops_panels, ui
+from dashboard import broker_defaults, charts, frame, ops_panels, ui
 from dashboard.text import md, md_cells
 
 MAX_LISTED = 200  # rows shown per in-progress operation / problem list; the rest is counted
@@ -65,7 +65,7 @@ def _metric_help(n: int, what: str) -> str:
 @frame.live_fragment("live-overview")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    summary: health.ClusterSummary = conn.derived("summary", snap, health.summarize)
+    summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     ctrl = snap.controller
 
     st.caption(f"Source `{snap.source}` · last change seen {frame.hhmmss(snap.captured_at)}"
@@ -120,6 +120,7 @@ def live() -> None:
                 help="Partitions whose state znode is missing (not initialised by the controller)")
     ui.metric(h, "Problems", f"{summary.problems:,}",
                 help="Znodes whose payload Keel could not decode; the rest of the cluster still loaded")
+    broker_defaults.show_min_isr(summary.min_isr_basis)  # what "min ISR" means here: the brokers' own settings
     if snap.problems:
         with st.expander(f"{len(snap.problems):,} corrupt znode(s)", expanded=True, icon=":material/report:"):
             st.dataframe(pd.DataFrame([{"Path": p.path, "Problem": p.error} for p in snap.problems[:MAX_LISTED]]),
@@ -129,7 +130,7 @@ def live() -> None:
 
     # --- brokers -----------------------------------------------------------------------------
     st.subheader("Brokers", anchor=False)
-    df = conn.derived("overview.brokers", snap, lambda s: broker_table(s, summary))
+    df = conn.derived("overview.brokers", snap, lambda s: broker_table(s, summary), key=summary)
     df = ops_panels.label_kraft_brokers(conn, df)  # issue 18: "KRaft (left ZooKeeper)", not DOWN
     down = df[df["Status"] == "DOWN"]["Broker"].tolist()
     if down:
@@ -139,7 +140,8 @@ def live() -> None:
     st.table(_style_brokers(md_cells(df)), hide_index=True, alt="Brokers of the cluster")
     ui.broker_links(df["Broker"].tolist(), alive=snap.alive_broker_ids)
 
-    replicas_fig, leaders_fig = conn.derived("overview.charts", snap, lambda s: load_charts(summary))
+    replicas_fig, leaders_fig = conn.derived("overview.charts", snap, lambda s: load_charts(summary),
+                                             key=summary)  # the summary depends on the brokers' settings too
     left, right = st.columns(2)
     left.plotly_chart(replicas_fig, key="replicas_chart", config={"displayModeBar": False})
     right.plotly_chart(leaders_fig, key="leaders_chart", config={"displayModeBar": False})

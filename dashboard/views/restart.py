@@ -11,9 +11,10 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import KeelError
-from core.health import cluster_min_isr_default, filter_partitions, matching_topics
+from core.broker_defaults import BrokerDefaults
+from core.health import filter_partitions, matching_topics, min_isr_note
 from core.restarts import check_all, restart_plan
-from dashboard import frame, ui
+from dashboard import broker_defaults, frame, ui
 from dashboard.text import md, md_text
 
 ctx = frame.page_context()
@@ -25,14 +26,20 @@ st.caption(f"Cluster **{md(ctx.cluster.name)}** · stop one broker at a time (co
 snap0 = frame.live_snapshot(conn, in_fragment=False)
 
 c = st.columns([1, 2], vertical_alignment="bottom")
-# a text field read exactly, no min: the check below says what is wrong (a number input would silently keep the
-# previous value)
-min_isr_field = ui.int_field("Brokers' min.insync.replicas", cluster_min_isr_default(snap0), key="rr_min_isr",
-                             container=c[0], errors=st.container(), name="min.insync.replicas",
-                             help="The static broker setting (server.properties), which ZooKeeper does not show: "
-                                  "topics without an override use it. Default: the cluster's dynamic default, "
-                                  "else 1.")
-min_isr = min_isr_field.value
+# issue 23: with the brokers' own settings read (bootstrap in keel.toml) there is nothing to enter; without them the
+# operator says what server.properties holds. A text field read exactly, no min: the check below says what is wrong
+# (a number input would silently keep the previous value).
+bd0 = broker_defaults.defaults(ctx.cluster, snap0)
+min_isr_field = None
+if bd0.known:
+    c[0].caption(":material/dns: min.insync.replicas: each broker's own, read from the brokers")
+else:
+    min_isr_field = ui.int_field("Brokers' min.insync.replicas", bd0.assumed_min_isr, key="rr_min_isr",
+                                 container=c[0], errors=st.container(), name="min.insync.replicas",
+                                 help="The static broker setting (server.properties), which ZooKeeper does not "
+                                      "show and Keel cannot read without the cluster's bootstrap servers: topics "
+                                      "without an override use it unless a dynamic broker config (ZooKeeper) sets "
+                                      "one. Default: min_insync_replicas in keel.toml, else Kafka's 1.")
 scope = c[1].text_input("Only topics matching (regex, optional)", key="rr_topics",
                         help="e.g. to leave out scratch topics of replication factor 1: the same as --topic of "
                              "python -m core restart-check")
@@ -45,11 +52,16 @@ def _ids(xs) -> str:
 @frame.live_fragment("live-restart")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    if min_isr is None:  # not a whole number: its message is under the field
+    if min_isr_field is not None and min_isr_field.value is None:  # not a whole number: its message is under it
         return
-    if min_isr < 1:
-        st.error(f"min.insync.replicas must be at least 1, not {min_isr}.", icon=":material/error:")
-        return
+    bd: BrokerDefaults = broker_defaults.defaults(ctx.cluster, snap)
+    if not bd.known:
+        min_isr = min_isr_field.value if min_isr_field is not None else bd.assumed_min_isr
+        if min_isr < 1:
+            st.error(f"min.insync.replicas must be at least 1, not {min_isr}.", icon=":material/error:")
+            return
+        bd = bd.assuming(min_isr, "the value entered above")
+    broker_defaults.show_min_isr(min_isr_note(snap, bd))
     pattern = scope.strip() or None
     try:
         if pattern and not matching_topics(snap, pattern):
@@ -61,8 +73,8 @@ def live() -> None:
 
     def compute(s):
         s = filter_partitions(s, topic_regex=pattern) if pattern else s
-        return check_all(s, min_isr_default=min_isr), restart_plan(s, min_isr_default=min_isr)
-    checks, plan = conn.derived("restart", snap, compute, key=(min_isr, pattern))
+        return check_all(s, defaults=bd), restart_plan(s, defaults=bd)
+    checks, plan = conn.derived("restart", snap, compute, key=(bd, pattern))
     urp = checks[0].under_replicated if checks else ()
 
     # --- the wait check ---------------------------------------------------------------------------------
@@ -115,8 +127,9 @@ def live() -> None:
                                            for m in ch.leader_moves]), hide_index=True, key="rr_moves")
         # a code block, not a code span: markdown escapes would show in a span (they are literal there)
         st.caption("The same check on the command line exits 0 once it is safe (3 while it is not):")
-        st.code(f"python -m core restart-check --zk {shlex.quote(ctx.cluster.zk)} --broker {ch.broker} --wait 600",
-                language="bash", wrap_lines=True)
+        kafka = f" --bootstrap-server {shlex.quote(ctx.cluster.bootstrap)}" if ctx.cluster.bootstrap else ""
+        st.code(f"python -m core restart-check --zk {shlex.quote(ctx.cluster.zk)}{kafka} --broker {ch.broker} "
+                "--wait 600", language="bash", wrap_lines=True)
 
     # --- the order ----------------------------------------------------------------------------------------
     st.subheader("Restart order", anchor=False)

@@ -19,15 +19,15 @@ from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
 from core.zk import topic_admin
-from core.topics.effective import effective_config
-from dashboard import actions, charts, frame, ops_panels, ui
+from core.topics.effective import TOPIC, effective_config
+from dashboard import actions, broker_defaults, charts, frame, ops_panels, ui
 from dashboard.text import md, md_text
 
 PAGE_SIZES = (25, 50, 100, 500)
 STYLED_TOPICS = 500  # a longer list is drawn without its Health colours: pandas' Styler costs ~0.5 ms a row
 TOPIC_COLUMNS = ["Topic", "Health", "Partitions", "RF", "Under-replicated", "Unavailable", "Under min ISR",
                  "At min ISR", "Off preferred", "Out-of-sync replicas", "min ISR", "Config overrides"]
-PARTITION_COLUMNS = ["Partition", "Leader", "Preferred", "Replicas", "ISR", "Out of sync", "Flags"]
+PARTITION_COLUMNS = ["Partition", "Leader", "Preferred", "Replicas", "ISR", "min ISR", "Out of sync", "Flags"]
 
 ACTION_RESULT = "topic_action_result"
 
@@ -43,10 +43,14 @@ def _ids(xs) -> str:
     return ", ".join(map(str, xs)) if xs else "—"
 
 
-def topic_row(t: Topic, alive: frozenset[int], default_min_isr: int) -> dict:
-    mi = health.min_isr(t, default_min_isr)
+def topic_row(t: Topic, alive: frozenset[int], rule) -> dict:
+    """`rule`: health.min_isr_rule, min.insync.replicas per partition (its leader's: brokers may differ)."""
+    fixed = rule.fixed(t)
     urp = unav = umi = ami = off = oos = 0
+    mins = set()
     for p in t.partitions:
+        mi = fixed if fixed is not None else rule.leader(p.leader, p.replicas)
+        mins.add(mi)
         urp += health.is_under_replicated(p)
         unav += health.is_unavailable(p, alive)
         umi += health.is_under_min_isr(p, mi, alive)
@@ -57,22 +61,25 @@ def topic_row(t: Topic, alive: frozenset[int], default_min_isr: int) -> dict:
     return {
         "Topic": t.name, "Health": status, "Partitions": len(t.partitions), "RF": t.replication_factor,
         "Under-replicated": urp, "Unavailable": unav, "Under min ISR": umi, "At min ISR": ami,
-        "Off preferred": off, "Out-of-sync replicas": oos, "min ISR": mi,
+        "Off preferred": off, "Out-of-sync replicas": oos,
+        "min ISR": ", ".join(map(str, sorted(mins))) or str(fixed if fixed is not None else rule.broker(None)),
         "Config overrides": ", ".join(f"{k}={v}" for k, v in sorted(t.config.items())),
     }
 
 
 def topic_table(snap: ClusterSnapshot) -> pd.DataFrame:
     """One row per topic. A row is recomputed only when its Topic object changed (the tree reuses
-    unchanged topics between snapshots) or when the set of live brokers / the min ISR default did."""
+    unchanged topics between snapshots) or when the set of live brokers / the brokers' settings did."""
     memo = conn.memo("topics.rows")
     alive = snap.alive_broker_ids
-    default = health.cluster_min_isr_default(snap)
+    bd = broker_defaults.defaults(ctx.cluster, snap)
+    rule = health.min_isr_rule(snap, bd)
+    default = (bd, snap.broker_configs)
     rows = []
     for t in snap.topics:
         hit = memo.get(t.name)
         if hit is None or hit[0] is not t or hit[1] != alive or hit[2] != default:
-            hit = (t, alive, default, topic_row(t, alive, default))
+            hit = (t, alive, default, topic_row(t, alive, rule))
             memo[t.name] = hit
         rows.append(hit[3])
     for gone in set(memo) - set(snap.topic_by_name):
@@ -83,7 +90,7 @@ def topic_table(snap: ClusterSnapshot) -> pd.DataFrame:
 def partition_table(snap: ClusterSnapshot, topic: Topic) -> pd.DataFrame:
     one = replace(snap, topics=(topic,))
     rows = []
-    for h in health.iter_partition_health(one):
+    for h in health.iter_partition_health(one, broker_defaults.defaults(ctx.cluster, snap)):
         flags = []
         if not h.has_state:
             flags.append("no state")
@@ -105,6 +112,7 @@ def partition_table(snap: ClusterSnapshot, topic: Topic) -> pd.DataFrame:
             "Preferred": str(h.replicas[0]) if h.replicas else "—",
             "Replicas": _ids(h.replicas),
             "ISR": _ids(h.isr),
+            "min ISR": h.min_isr,
             "Out of sync": _ids(h.out_of_sync) if h.out_of_sync else "",
             "Flags": ", ".join(flags) or "ok",
         })
@@ -148,14 +156,16 @@ def _pick_topic(names: list[str]) -> None:
 @frame.live_fragment("live-topics")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
-    table = conn.derived("topics.table", snap, topic_table)
+    bd = broker_defaults.defaults(ctx.cluster, snap)
+    table = conn.derived("topics.table", snap, topic_table, key=bd)
 
-    f1, f2, f3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    # one wrapping row: the toggles keep their labels (columns of a fifth cut them to "Onl…" at 900 px)
+    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
     # live: filters while typing (a 200 ms pause), no Enter needed; only this fragment reruns
-    needle = f1.text_input("Filter topics", key="q", placeholder="name contains…", type="search", live="200ms",
-                           bind="query-params", help="Case-insensitive substring of the topic name") or ""
-    only_bad = f2.toggle("Only with problems", key="topic_only_bad")
-    hide_internal = f3.toggle("Hide internal", key="topic_hide_internal")
+    needle = row.text_input("Filter topics", key="q", placeholder="name contains…", type="search", live="200ms",
+                            bind="query-params", help="Case-insensitive substring of the topic name") or ""
+    only_bad = row.toggle("Only with problems", key="topic_only_bad")
+    hide_internal = row.toggle("Hide internal", key="topic_hide_internal")
     view = table
     if needle.strip():
         view = view[view["Topic"].str.contains(needle.strip(), case=False, regex=False)]
@@ -166,6 +176,7 @@ def live() -> None:
         view = view[~view["Topic"].isin(["__consumer_offsets", "__transaction_state"])]
 
     st.caption(f"{len(view):,} of {len(table):,} topics · select a row to open the topic")
+    broker_defaults.show_min_isr(health.min_isr_note(snap, bd))
     st.dataframe(_style_topics(view) if len(view) <= STYLED_TOPICS else view, hide_index=True, key="topic_list",
                  height=min(420, 38 + 35 * max(len(view), 1)), selection_mode="single-row",
                  on_select=partial(_pick_topic, view["Topic"].tolist()),
@@ -194,7 +205,8 @@ def live() -> None:
     m = ui.metric_row()
     ui.metric(m, "Partitions", f"{len(topic.partitions):,}")
     ui.metric(m, "RF", topic.replication_factor, help="Replication factor")
-    ui.metric(m, "Min ISR", int(row["min ISR"]), help="min.insync.replicas in effect")
+    ui.metric(m, "Min ISR", row["min ISR"], help="min.insync.replicas in effect: the topic's override, else its "
+              "partitions' leaders' (their dynamic config, the cluster default, server.properties, Kafka's 1)")
     ui.metric(m, "Off preferred", int(row["Off preferred"]), help="Partitions off their preferred leader")
     ui.metric(m, "Out of sync", int(row["Out-of-sync replicas"]), help="Replicas out of the ISR")
     leaders = sorted({p.leader for p in topic.partitions if p.leader != NO_LEADER})
@@ -211,7 +223,7 @@ def live() -> None:
             st.dataframe(pd.DataFrame(sorted(topic.config.items()), columns=["Key", "Value"]), hide_index=True,
                          key="topic_config", column_config={"Value": st.column_config.TextColumn(width="large")})
 
-    parts = conn.derived("topics.partitions", snap, lambda s: partition_table(s, topic), key=topic_name)
+    parts = conn.derived("topics.partitions", snap, lambda s: partition_table(s, topic), key=(topic_name, bd))
     p1, p2, p3 = st.columns([2, 1, 1], vertical_alignment="bottom")
     only_bad_p = p1.toggle("Only partitions with flags", key="part_only_bad")
     if only_bad_p:
@@ -259,7 +271,8 @@ def _alter_config(name: str, to_set: dict[str, str], to_delete: list[str], expec
     def work() -> str:
         applied = topic_admin.alter_config(conn.write_session(), actions.store(), name, set=to_set, delete=to_delete,
                                            cluster=ctx.cluster.name, actor=actions.actor(),
-                                           accept_risks=list(accepted))
+                                           accept_risks=list(accepted),
+                                           defaults=broker_defaults.defaults(ctx.cluster, conn.snapshot()))
         conn.await_change(lambda s: (t := s.topic(name)) is not None and dict(t.config) == expected)
         return f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History."
     _apply("configure", name, work, context, form)
@@ -285,8 +298,10 @@ def topic_actions(snap: ClusterSnapshot, topic: Topic) -> None:
         return
     reason = actions.blocked_reason(cfg, f"change topic {topic.name}")
     actions.show_blocked(reason)
+    # keyed: the browser keeps the open tab by this key when the tabs are drawn anew, as they are when something
+    # appears above them (the first override's expander): unkeyed, Apply config jumped to Add partitions (issue 24)
     grow, configure, delete = st.tabs([":material/add: Add partitions", ":material/tune: Edit config",
-                                       ":material/delete: Delete"])
+                                       ":material/delete: Delete"], key=f"topic_tabs::{topic.name}")
     with grow:
         add_partitions_form(snap, topic, reason)
     with configure:
@@ -328,7 +343,8 @@ def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None)
     alive = [b for b in snap.brokers if b.alive]
     st.plotly_chart(charts.per_broker_bars([b.id for b in alive], [added[b.id] for b in alive],
                                            [b.rack for b in alive], [True] * len(alive),
-                                           title="New replicas per broker", y_title="Replicas", height=260),
+                                           title="New replicas per broker", y_title="Replicas", height=260,
+                                           colors=charts.rack_colors(b.rack for b in snap.brokers)),
                     key="ap_chart", config={"displayModeBar": False})
     ok = st.checkbox(f"Add {len(rows):,} partition(s) to **{md(topic.name)}** ({current:,} → {new_total:,})",
                      key=f"ap_confirm::{context}", disabled=reason is not None)
@@ -339,15 +355,17 @@ def add_partitions_form(snap: ClusterSnapshot, topic: Topic, reason: str | None)
     actions.show(ACTION_RESULT, scope=f"grow:{topic.name}", context=context)
 
 
-EFFECTIVE_COLUMNS = ["Key", "Value", "Source", "Kafka default"]
+EFFECTIVE_COLUMNS = ["Key", "Value", "Source", "Kafka default", "Other brokers"]
 
 
 def effective_table(snap: ClusterSnapshot, topic: Topic) -> pd.DataFrame:
-    rows = effective_config(topic.config, snap.broker_configs.get("<default>"))
-    return pd.DataFrame([{"Key": r.key, "Value": "" if r.value is None else r.value,
-                          "Source": r.source + (f" ({r.synonym})" if r.synonym else ""),
-                          "Kafka default": "" if r.default is None else r.default} for r in rows],
-                        columns=EFFECTIVE_COLUMNS)
+    """kafka-configs --describe --all, with the brokers' own settings when Keel can read them (issue 23)."""
+    rows = effective_config(topic.config, dynamic=snap.broker_configs,
+                            defaults=broker_defaults.defaults(ctx.cluster, snap),
+                            brokers={b for p in topic.partitions for b in p.replicas})
+    return pd.DataFrame([{"Key": r.key, "Value": "" if r.value is None else r.value, "Source": r.label,
+                          "Kafka default": "" if r.default is None else r.default, "Other brokers": r.differs}
+                         for r in rows], columns=EFFECTIVE_COLUMNS)
 
 
 def config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None:
@@ -355,13 +373,15 @@ def config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> None
     left, right = st.columns([1, 1], gap="medium")
     with right:
         st.markdown("**Effective configuration**")
-        table = conn.derived("topics.effective", snap, lambda s: effective_table(s, topic), key=topic.name)
-        overridden = int((table["Source"] == "topic override").sum())
+        bd = broker_defaults.defaults(ctx.cluster, snap)
+        table = conn.derived("topics.effective", snap, lambda s: effective_table(s, topic), key=(topic.name, bd))
+        overridden = int((table["Source"] == TOPIC).sum())
+        where = (f"the brokers' dynamic configs, their server.properties (read at {bd.read_at}) or Kafka's default"
+                 if bd.known else "the brokers' dynamic configs or Kafka's default: their server.properties are "
+                 f"unknown ({md(bd.problem or '')})")
         st.caption(f"Every key as the brokers apply it, as `kafka-configs --describe --all` shows it: "
-                   f"{overridden:,} topic override(s), the rest from the cluster's dynamic broker default "
-                   "(/config/brokers/<default>) or Kafka's default (a broker's server.properties is not in "
-                   "ZooKeeper).")
-        st.dataframe(table.style.map(lambda v: "font-weight: 600" if v == "topic override" else "",
+                   f"{overridden:,} topic override(s), the rest from {where}.")
+        st.dataframe(table.style.map(lambda v: "font-weight: 600" if v == TOPIC else "",
                                      subset=["Source"]), hide_index=True, key="topic_effective_config", height=380,
                      column_config={"Value": st.column_config.TextColumn(width="medium")})
     with left:
@@ -385,7 +405,8 @@ def _config_form(snap: ClusterSnapshot, topic: Topic, reason: str | None) -> Non
         actions.show(ACTION_RESULT, scope=f"configure:{topic.name}")
         return
     try:
-        draft = draft_alter_config(snap, topic.name, set=to_set, delete=to_delete)
+        draft = draft_alter_config(snap, topic.name, set=to_set, delete=to_delete,
+                                   defaults=broker_defaults.defaults(ctx.cluster, snap))
     except KeelError as e:
         actions.show_keyed_error(e)
         actions.show(ACTION_RESULT, scope=f"configure:{topic.name}")
