@@ -10,10 +10,10 @@ dashboard.text.md_text before they meet markdown. Streamlit is only imported in 
 
 Live views (issue 24). A page's live part is a fragment declared with `live_fragment(key)`; nothing reruns it on a
 timer. One small ticker per browser session (`ticker`, mounted by the router) asks every REFRESH_SECONDS, and only
-while its tab is visible (the Page Visibility API), whether the connection's `view_stamp()` moved since each live
-fragment last drew; it reruns only those that are out of date. An unchanged cluster costs a session one tiny
-fragment run per tick (nothing recomputed, nothing resent) and a hidden tab costs nothing; a tab shown again asks
-at once."""
+while its tab is visible (the Page Visibility API), whether `view_stamp()` (the connection's view, the brokers'
+settings read in the background) moved since the session's live fragments drew; only then it reruns them. An
+unchanged cluster costs a session one tiny fragment run per tick (nothing recomputed, nothing resent) and a hidden
+tab costs nothing; a tab shown again asks at once."""
 
 from __future__ import annotations
 
