@@ -40,6 +40,14 @@ def defaults(cluster: ClusterConfig, snap: ClusterSnapshot) -> BrokerDefaults:
     return _reader(_cache_key(cluster), cluster).get(snap.alive_broker_ids)
 
 
+def current(cluster: ClusterConfig, snap: ClusterSnapshot):
+    """What `defaults` would give now, without waiting for a read in flight (None without bootstrap servers): part
+    of what the live views draw, so the ticker (dashboard.frame) redraws them when a read brings something new."""
+    if not cluster.bootstrap:
+        return None
+    return _reader(_cache_key(cluster), cluster).get(snap.alive_broker_ids, wait=0)
+
+
 def summary(ctx, snap: ClusterSnapshot) -> health.ClusterSummary:
     """health.summarize with the brokers' settings, once per snapshot and read (the slot every health page shares)."""
     bd = defaults(ctx.cluster, snap)

@@ -6,27 +6,44 @@ watcher thread and closes the session), and the banners drawn from its state: th
 reconnect re-read the cluster. The connection logic itself is engine code in core/zk/live.py.
 
 Errors quote znode paths, hence topic names (data written by whoever can write to ZooKeeper): they go through
-dashboard.text.md_text before they meet markdown. Streamlit is only imported in dashboard/; `core` never imports it."""
+dashboard.text.md_text before they meet markdown. Streamlit is only imported in dashboard/; `core` never imports it.
+
+Live views (issue 24). A page's live part is a fragment declared with `live_fragment(key)`; nothing reruns it on a
+timer. One small ticker per browser session (`ticker`, mounted by the router) asks every REFRESH_SECONDS, and only
+while its tab is visible (the Page Visibility API), whether `view_stamp()` (the connection's view, the brokers'
+settings read in the background) moved since the session's live fragments drew; only then it reruns them. An
+unchanged cluster costs a session one tiny fragment run per tick (nothing recomputed, nothing resent) and a hidden
+tab costs nothing; a tab shown again asks at once."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import time
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from core.config import ClusterConfig, ConfigError, KeelConfig, load_config
 from core.model import ClusterSnapshot
 from core.zk.live import RETRY_SECONDS, Connection, ErrorKind, Phase, hhmmss  # noqa: F401  (re-exported)
+from dashboard import broker_defaults
 from dashboard.text import md_text
 
 log = logging.getLogger(__name__)
 
-REFRESH_SECONDS = 2.0  # run_every of the live fragments
+REFRESH_SECONDS = 2.0  # how often a visible session asks whether its live fragments are out of date
 LOAD_WAIT_SECONDS = 60.0  # how long one script run waits for a first snapshot before rerunning
 CLUSTER_KEY = "keel_cluster"  # session_state key of the sidebar cluster picker
+
+LIVE = "keel_live"  # session_state: the keys of the live fragments drawn in this run
+DRAWN = "keel_live_drawn"  # session_state: the connection's view_stamp() the live fragments show
+FULL_RERUN = "keel_live_full_rerun"  # session_state: the page stopped for want of a snapshot; one exists now
+WAITING = "keel_live_waiting"  # session_state: the last full run stopped because there was no snapshot yet
+TICKER_KEY = "keel-ticker"
 
 _STAGES = {"brokers": "Reading brokers", "topics": "Reading topic assignments",
            "states": "Reading partition states", "configs": "Reading configs"}
@@ -172,6 +189,8 @@ def live_snapshot(conn: Connection, *, in_fragment: bool) -> ClusterSnapshot:
         wait_for_first_snapshot(conn)
     snap = conn.snapshot()
     if snap is None:
+        if not in_fragment:
+            st.session_state[WAITING] = True  # the ticker reruns the whole page once a snapshot exists
         if conn.error is not None:  # kept until an attempt succeeds, so a retry does not blank it
             show_failure(conn)
         if conn.phase in (Phase.CONNECTING, Phase.LOADING):
@@ -201,3 +220,102 @@ def status_line(conn: Connection) -> tuple[str, str]:
         return "gray", "Connecting…"
     return "red", {ErrorKind.NO_KAFKA: "No Kafka at this path", ErrorKind.UNREACHABLE: "ZooKeeper unreachable",
                    ErrorKind.AUTH: "Access denied"}.get(conn.error_kind, "Connection failed")
+
+
+# --- live fragments and the ticker that refreshes them (issue 24) --------------------------------------
+
+F = TypeVar("F", bound=Callable)
+
+# One timer per page, whatever mounts it again; a hidden tab asks for nothing, a tab shown again asks at once.
+_TICKER_JS = """
+export default function ({ data, setTriggerValue }) {
+  const ms = Math.max(250, Number(data && data.ms) || 2000);
+  const state = (window.__keelLiveTicker = window.__keelLiveTicker || {});
+  if (state.stop) state.stop();
+  let last = 0;
+  const tick = () => {
+    if (document.visibilityState !== "visible") return;
+    last = Date.now();
+    setTriggerValue("tick", last);
+  };
+  const timer = setInterval(tick, ms);
+  const shown = () => {
+    if (document.visibilityState === "visible" && Date.now() - last >= ms) tick();
+  };
+  document.addEventListener("visibilitychange", shown);
+  const stop = () => {
+    clearInterval(timer);
+    document.removeEventListener("visibilitychange", shown);
+    if (state.stop === stop) state.stop = null;
+  };
+  state.stop = stop;
+  return stop;
+}
+"""
+_ticker_component = st.components.v2.component("keel_live_ticker", js=_TICKER_JS)
+
+
+def live_fragment(key: str) -> Callable[[F], F]:
+    """Declare a page's live part: `@frame.live_fragment("overview")` where a page had
+    `@st.fragment(run_every=REFRESH_SECONDS)`. The fragment reruns on its own widgets' changes, and when the
+    ticker sees that the connection's view moved since the session last drew it. `key` is unique among the live
+    fragments drawn in one run."""
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def body(*args, **kwargs):
+            live = st.session_state.setdefault(LIVE, [])
+            if key not in live:
+                live.append(key)
+            return fn(*args, **kwargs)
+        return st.fragment(body, key=key)  # type: ignore[return-value]
+    return decorate
+
+
+def start_run(conn: Connection) -> None:
+    """The router, at the top of every full run: forget the live fragments of the previous run (each registers
+    again when it draws) and note the view this run draws."""
+    st.session_state[LIVE] = []
+    st.session_state[DRAWN] = view_stamp(conn)
+    st.session_state.pop(WAITING, None)
+    st.session_state.pop(FULL_RERUN, None)
+
+
+def view_stamp(conn: Connection) -> object:
+    """Everything the live views draw that can change without a click, compared with ==: the connection's view
+    (a new snapshot, its state) and the brokers' own settings as last read in the background (issue 23)."""
+    snap = conn.snapshot()
+    return conn.view_stamp(), None if snap is None else broker_defaults.current(conn.cluster, snap)
+
+
+def ticker(conn: Connection) -> None:
+    """Mount the session's ticker (the router does, in the sidebar)."""
+    _ticker_fragment(conn)
+
+
+@st.fragment(key=TICKER_KEY)
+def _ticker_fragment(conn: Connection) -> None:
+    if st.session_state.pop(FULL_RERUN, False):
+        st.rerun()  # the page stopped for want of a snapshot: draw all of it now
+    _ticker_component(key="keel_live_tick", data={"ms": int(REFRESH_SECONDS * 1000)},
+                      on_tick_change=functools.partial(_on_tick, conn))
+
+
+def _on_tick(conn: Connection) -> None:
+    """A visible session's tick (a widget callback): rerun the live fragments when the view moved since the session
+    drew them, else nothing but the ticker. Also what keeps a failed or lost connection retried while someone looks
+    (Connection.ensure)."""
+    conn.ensure(retry_after=RETRY_SECONDS)
+    if st.session_state.get(WAITING) and conn.snapshot() is not None:
+        st.session_state[WAITING] = False
+        st.session_state[FULL_RERUN] = True  # the ticker's own rerun turns it into a full one
+        return
+    stamp = view_stamp(conn)
+    if stamp == st.session_state.get(DRAWN):
+        return  # only the ticker reruns: one small message (a keyed rerun of an empty fragment would cost two runs)
+    st.session_state[DRAWN] = stamp
+    keys = st.session_state.get(LIVE) or []
+    if keys:
+        try:
+            st.rerun(list(keys))
+        except StreamlitAPIException:  # a fragment of the last run is gone: redraw the page instead
+            st.session_state[FULL_RERUN] = True

@@ -81,6 +81,7 @@ with st.sidebar:
     status_box = st.empty()
 
 conn = frame.connection(cluster)
+frame.start_run(conn)  # the live fragments this run draws register again; the ticker compares with this view
 if conn.snapshot() is None:
     status_box.markdown(f"**Connection**  \n:gray[●] Connecting to `{cluster.name}`…")
 conn.ensure()  # a failed connect is retried at once on every full rerun
@@ -89,7 +90,7 @@ if needs_cluster:
     migration.banner(conn)  # a ZooKeeper -> KRaft migration: on every page, with why writes are disabled
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("keel-status")
 def connection_status() -> None:
     conn.ensure(retry_after=frame.RETRY_SECONDS)
     color, text = frame.status_line(conn)
@@ -102,5 +103,6 @@ def connection_status() -> None:
 
 with status_box.container():
     connection_status()
+    frame.ticker(conn)  # redraws the live fragments when the cluster changes, while the tab is visible
 
 page.run()

@@ -54,6 +54,7 @@ class SandboxSpec:
     brokers: int = 9
     racks: int = 3           # 0: no rack information at all
     topics: int = 30         # user topics, __consumer_offsets not counted
+    partitions: int = 0      # partitions of every user topic; 0: the catalogue's sizes (1 to 64)
     seed: int = 7
     demo: bool = False
     first_broker_id: int = 1
@@ -67,6 +68,8 @@ class SandboxSpec:
             raise ValidationError(f"racks must be between 0 and the broker count ({self.brokers}), got {self.racks}")
         if self.topics < 0:
             raise ValidationError(f"topics must be 0 or more, got {self.topics}")
+        if self.partitions < 0:
+            raise ValidationError(f"partitions must be 0 (the catalogue's sizes) or more, got {self.partitions}")
         if self.first_broker_id < 0:
             raise ValidationError(f"broker ids must be non-negative, got first id {self.first_broker_id}")
         if self.demo and self.brokers < 4:
@@ -189,7 +192,7 @@ def plan_topics(spec: SandboxSpec, rng: random.Random, brokers: Sequence[tuple[i
 
     plans = []
     for name, parts, rf, config in chosen:
-        n = parts or rng.choice(_PARTITION_COUNTS)
+        n = spec.partitions or parts or rng.choice(_PARTITION_COUNTS)
         rf = min(rf or 3, len(brokers))
         if rf < 3:
             config.pop("min.insync.replicas", None)  # min ISR 2 on RF 1 would make the topic unwritable

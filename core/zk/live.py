@@ -9,7 +9,11 @@ holds one per cluster in `st.cache_resource` and draws banners from its phase, e
   session up for good after a short outage, so a fresh session is opened in the background (every
   `RETRY_SECONDS`) and swapped in once its first snapshot has loaded.
 * Derived data is cached per snapshot object with `derived`: `LiveCluster.snapshot()` returns the same object
-  until a watch changes something, so a refresh of an unchanged cluster recomputes nothing.
+  until a watch changes something, so a refresh of an unchanged cluster recomputes nothing. The cache is shared
+  by every session (one value per name and key for the current snapshot), and a value that several sessions ask
+  for at once is computed once: the others wait for it.
+* `view_stamp()` changes exactly when something a page draws from the connection may have changed (a new
+  snapshot, the session's status, a failure, a reconnect notice): the dashboard redraws a live view only then.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from enum import StrEnum
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 from core.config import ClusterConfig
 from core.errors import (
@@ -37,6 +42,7 @@ log = logging.getLogger(__name__)
 RETRY_SECONDS = 5.0  # minimum gap between background (re)connect attempts
 REPLACE_AFTER_SECONDS = 2.0  # a session down this long gets a fresh one opened beside it
 RESYNC_NOTICE_SECONDS = 120.0  # how long `resync_notice` reports a re-read after a reconnect
+DERIVED_KEYS = 64  # values kept per derived name and snapshot (e.g. the partition tables of that many topics)
 
 
 class Phase(StrEnum):
@@ -89,7 +95,9 @@ class Connection:
         self._down_since: float | None = None
         self._last_attempt_end = 0.0
         self._worker: threading.Thread | None = None
-        self._derived: dict[str, tuple[Any, Any, Any]] = {}
+        self._derived: dict[str, _Slot] = {}
+        self._derived_lock = threading.Lock()
+        self.computed: Counter[str] = Counter()  # derived values computed, per name (tests and benches read it)
         self._memo: dict[str, dict] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -189,7 +197,8 @@ class Connection:
                 self._down_since = None if session.connected else time.monotonic()
                 self.reconnecting = False
                 self._last_attempt_end = time.monotonic()
-                self._derived.clear()
+                with self._derived_lock:
+                    self._derived.clear()
                 self._memo.clear()
         if old is not None:
             _stop_live(old)
@@ -235,20 +244,37 @@ class Connection:
 
     def derived(self, name: str, snapshot: ClusterSnapshot, fn: Callable[[ClusterSnapshot], Any], *,
                 key: Any = None) -> Any:
-        """fn(snapshot), computed once per snapshot object (i.e. once per change of the cluster) and `key`.
+        """fn(snapshot), computed once per snapshot object (i.e. once per change of the cluster) and `key`, for
+        every session: the value is shared, and a session asking while another computes it waits for that value.
 
-        One slot per name: only the latest value is kept, so old snapshots are not held on to.
+        Values of older snapshots are dropped when a newer one is asked for (the old snapshots are not held on to);
+        per name, the DERIVED_KEYS most recently used keys are kept. An exception is raised to every caller
+        waiting for it and not cached.
         """
-        hit = self._derived.get(name)
-        if hit is not None and hit[0] is snapshot and hit[1] == key:
-            return hit[2]
-        value = fn(snapshot)
-        self._derived[name] = (snapshot, key, value)
-        return value
+        with self._derived_lock:
+            slot = self._derived.get(name)
+            if slot is None or slot.snapshot is not snapshot:
+                slot = self._derived[name] = _Slot(snapshot)
+            cell = slot.take(key)
+        with cell.lock:  # one computes, the others wait for its value
+            if not cell.done:
+                cell.value = fn(snapshot)
+                cell.done = True
+                with self._derived_lock:
+                    self.computed[name] += 1
+            return cell.value
 
     def memo(self, name: str) -> dict:
         """A dict that lives as long as the live view: for caches finer than one snapshot (e.g. per topic)."""
         return self._memo.setdefault(name, {})
+
+    def view_stamp(self) -> Hashable:
+        """What a drawn view of this connection depends on, cheaply: equal stamps mean nothing to redraw."""
+        live = self.live
+        if live is None:
+            return (self.phase, self.error_kind, self.error, self.attempts)
+        return (id(live), live.generation, live.status, live.error, self.phase, self.error, self.reconnecting,
+                self.disconnected_at, self.resync_notice() is not None)
 
     def write_session(self) -> ZkSession:
         """The live view's ZooKeeper session, for the writes of the action pages (core.zk.topic_admin,
@@ -292,6 +318,39 @@ class Connection:
             return None
         note = live.resync_note[0].upper() + live.resync_note[1:]
         return f"{note} at {hhmmss(live.resynced_at)}."
+
+
+class _Cell:
+    """One derived value: computed under its lock by the first caller."""
+
+    __slots__ = ("lock", "done", "value")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.done = False
+        self.value: Any = None
+
+
+class _Slot:
+    """The derived values of one name for one snapshot, by key (compared with ==: a key need not be hashable),
+    the most recently used last."""
+
+    __slots__ = ("snapshot", "values")
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
+        self.values: list[tuple[Any, _Cell]] = []
+
+    def take(self, key: Any) -> _Cell:
+        """The cell of `key`, a new one if there is none; the least recently used beyond DERIVED_KEYS go."""
+        for i, (k, cell) in enumerate(self.values):
+            if k is key or k == key:
+                self.values.append(self.values.pop(i))
+                return cell
+        cell = _Cell()
+        self.values.append((key, cell))
+        del self.values[:-DERIVED_KEYS]
+        return cell
 
 
 def _stop_live(live: LiveCluster) -> None:

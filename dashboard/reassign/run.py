@@ -462,7 +462,7 @@ def _stuck_panel(ctx: frame.PageContext, run: FollowedRun, live) -> None:
             st.caption(f"First 500 of {len(table):,}, the most blocked first.")
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-reassign-run")
 def progress_panel(ctx: frame.PageContext) -> None:
     run: FollowedRun | None = st.session_state.get(RUN)
     if not isinstance(run, FollowedRun):

@@ -101,7 +101,7 @@ def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "0%"
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-broker")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)

@@ -46,7 +46,7 @@ def _style(df: pd.DataFrame):
     return df.style.apply(row, axis=1).format({"Imbalance %": lambda v: f"{v:.1f}%"})
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-brokers")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
@@ -75,7 +75,7 @@ def live() -> None:
             msg += " A preferred-leader election would move leadership back."
         st.warning(msg, icon=":material/balance:")
 
-    df = conn.derived("brokers.table", snap, lambda s: broker_table(summary))
+    df = conn.derived("brokers.table", snap, lambda s: broker_table(summary), key=summary)
     # a stable key keeps the browser's sort and selection across the 2 s live updates
     event = st.dataframe(_style(df), hide_index=True, key="broker_loads", on_select="rerun",
                          selection_mode="single-row",
@@ -90,9 +90,9 @@ def live() -> None:
     ui.broker_links([b.broker_id for b in summary.brokers], alive=snap.alive_broker_ids)
 
     loads = summary.brokers
-    st.plotly_chart(
-        charts.imbalance_chart([b.broker_id for b in loads], [b.imbalance_ratio for b in loads],
-                               [b.alive for b in loads], threshold),
+    st.plotly_chart(conn.derived("imbalance_chart", snap, lambda s: charts.imbalance_chart(
+        [b.broker_id for b in loads], [b.imbalance_ratio for b in loads], [b.alive for b in loads], threshold),
+        key=summary),
         key="imbalance_chart", config={"displayModeBar": False})
 
     if summary.racks or summary.brokers_without_rack:

@@ -200,7 +200,7 @@ def last_election(snap: ClusterSnapshot) -> None:
                      column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small")})
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-leaders")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
@@ -229,9 +229,10 @@ def live() -> None:
                 icon=":material/hourglass_top:")
 
     loads = summary.brokers
-    st.plotly_chart(charts.imbalance_chart([b.broker_id for b in loads], [b.imbalance_ratio for b in loads],
-                                           [b.alive for b in loads], threshold),
-                    key="ld_imbalance_chart", config={"displayModeBar": False})
+    st.plotly_chart(conn.derived("imbalance_chart", snap, lambda s: charts.imbalance_chart(
+        [b.broker_id for b in loads], [b.imbalance_ratio for b in loads], [b.alive for b in loads], threshold),
+        key=summary),
+        key="ld_imbalance_chart", config={"displayModeBar": False})
 
     # --- the partitions off their preferred leader --------------------------------------------------
     st.subheader("Partitions off their preferred leader", anchor=False)

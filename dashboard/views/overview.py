@@ -39,6 +39,18 @@ def broker_table(snap: ClusterSnapshot, summary: health.ClusterSummary) -> pd.Da
     return pd.DataFrame(rows, columns=["Broker", "Status", "Rack", "Host", "Port", "Role", "Replicas", "Leaders"])
 
 
+def load_charts(summary: health.ClusterSummary):
+    """The replicas and leaders per broker: built once per snapshot for every session (issue 24)."""
+    colors = charts.rack_colors(b.rack for b in summary.brokers)
+    ids = [b.broker_id for b in summary.brokers]
+    racks = [b.rack for b in summary.brokers]
+    alive = [b.alive for b in summary.brokers]
+    return (charts.per_broker_bars(ids, [b.replicas for b in summary.brokers], racks, alive,
+                                   title="Replicas per broker", y_title="Replicas", colors=colors),
+            charts.per_broker_bars(ids, [b.leaders for b in summary.brokers], racks, alive,
+                                   title="Leaders per broker", y_title="Leaders", colors=colors))
+
+
 def _style_brokers(df: pd.DataFrame):
     def row(r):
         down = r["Status"] == "DOWN"
@@ -50,7 +62,7 @@ def _metric_help(n: int, what: str) -> str:
     return f"{n:,} partition{'s' if n != 1 else ''} {what}"
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-overview")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
@@ -118,7 +130,7 @@ def live() -> None:
 
     # --- brokers -----------------------------------------------------------------------------
     st.subheader("Brokers", anchor=False)
-    df = conn.derived("overview.brokers", snap, lambda s: broker_table(s, summary))
+    df = conn.derived("overview.brokers", snap, lambda s: broker_table(s, summary), key=summary)
     df = ops_panels.label_kraft_brokers(conn, df)  # issue 18: "KRaft (left ZooKeeper)", not DOWN
     down = df[df["Status"] == "DOWN"]["Broker"].tolist()
     if down:
@@ -128,17 +140,11 @@ def live() -> None:
     st.table(_style_brokers(md_cells(df)), hide_index=True, alt="Brokers of the cluster")
     ui.broker_links(df["Broker"].tolist(), alive=snap.alive_broker_ids)
 
-    colors = charts.rack_colors(b.rack for b in summary.brokers)
-    ids = [b.broker_id for b in summary.brokers]
-    racks = [b.rack for b in summary.brokers]
-    alive = [b.alive for b in summary.brokers]
+    replicas_fig, leaders_fig = conn.derived("overview.charts", snap, lambda s: load_charts(summary),
+                                             key=summary)  # the summary depends on the brokers' settings too
     left, right = st.columns(2)
-    left.plotly_chart(charts.per_broker_bars(ids, [b.replicas for b in summary.brokers], racks, alive,
-                                             title="Replicas per broker", y_title="Replicas", colors=colors),
-                      key="replicas_chart", config={"displayModeBar": False})
-    right.plotly_chart(charts.per_broker_bars(ids, [b.leaders for b in summary.brokers], racks, alive,
-                                              title="Leaders per broker", y_title="Leaders", colors=colors),
-                       key="leaders_chart", config={"displayModeBar": False})
+    left.plotly_chart(replicas_fig, key="replicas_chart", config={"displayModeBar": False})
+    right.plotly_chart(leaders_fig, key="leaders_chart", config={"displayModeBar": False})
     ops_panels.rack_warning(conn, snap, key="ov", chart=False)  # issue 18: uneven racks load the small rack more
 
     # --- admin operations --------------------------------------------------------------------

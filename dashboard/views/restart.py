@@ -49,7 +49,7 @@ def _ids(xs) -> str:
     return ", ".join(map(str, xs))
 
 
-@st.fragment(run_every=frame.REFRESH_SECONDS)
+@frame.live_fragment("live-restart")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     if min_isr_field is not None and min_isr_field.value is None:  # not a whole number: its message is under it
