@@ -39,7 +39,7 @@ __all__ = ["Admission", "ClusterProbe", "Target", "acting", "admit", "identify",
 
 
 class ClusterProbe(Protocol):
-    """What the gate asks the cluster itself, right before a write (core.zk.migration.ZkClusterProbe)."""
+    """What the gate asks the cluster itself, right before a write (core.zk.migration_state.ZkClusterProbe)."""
 
     def cluster_id(self) -> str | None: ...
 

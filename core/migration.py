@@ -17,7 +17,7 @@ Brokers restarted as KRaft brokers leave ``/brokers/ids`` while the KRaft contro
 the ISRs it writes back: in ZooKeeper they look dead, yet their partitions are served. Keel labels them as such
 instead of reporting an outage.
 
-Pure: decoded data in (core.zkformat decodes the znode, core.zk.migration reads it), plain data out.
+Pure: decoded data in (core.zkformat decodes the znode, core.zk.migration_state reads it), plain data out.
 """
 
 from __future__ import annotations

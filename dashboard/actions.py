@@ -60,12 +60,12 @@ def blocked_reason(cfg: KeelConfig, action: str = "change the cluster", needs: a
 
 
 def _migration_block(cfg: KeelConfig, plain: bool = False) -> str | None:
-    """Issue 18: no ZooKeeper write while a ZooKeeper -> KRaft migration is under way (dashboard.migration)."""
-    from dashboard import migration
+    """Issue 18: no ZooKeeper write while a ZooKeeper -> KRaft migration is under way (dashboard.migration_banner)."""
+    from dashboard import migration_banner
 
     try:
         conn = frame.connection(frame.selected_cluster(cfg))
-        return migration.block_text(conn) if plain else migration.block_reason(conn)
+        return migration_banner.block_text(conn) if plain else migration_banner.block_reason(conn)
     except Exception:  # no connection yet: the write itself reports that
         return None
 
@@ -80,7 +80,7 @@ def _admit(cfg: KeelConfig, action: str, needs: access.Role | None, who: access.
     """core.gate at click time: the role against keel.toml as it is *now* (re-read: an instance switched to
     read-only, or a role taken away, refuses a click on a page that was open before) and the cluster's migration
     state read from ZooKeeper now, not the banner's cache. Refusals are recorded by the gate."""
-    from core.zk.migration import ZkClusterProbe
+    from core.zk.migration_state import ZkClusterProbe
 
     cluster = frame.selected_cluster(cfg)
     conn = frame.connection(cluster)

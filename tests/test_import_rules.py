@@ -135,7 +135,7 @@ def test_views_import_no_cli_and_pure_dashboard_helpers_no_zookeeper():
     views = sorted(m for m, deps in IMPORTS.items() if within(m, ("dashboard",)) and
                    any(within(d, ("core.cli",)) or d.startswith("core.cli_") for d in internal(deps)))
     assert views == [], f"dashboard modules importing CLI code: {views}"
-    pure_helpers = [m for m in ALL if m.endswith("_state") or m.endswith(".plan_view") or m.endswith(".tables")]
+    pure_helpers = [m for m in ALL if m.endswith(".plan_view")]
     offenders = sorted(m for m in pure_helpers if any(within(d, ("core.zk",)) for d in IMPORTS[m]))
     assert offenders == [], f"pure dashboard helpers importing core.zk: {offenders}"
 

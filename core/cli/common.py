@@ -247,7 +247,7 @@ def write_session(args: argparse.Namespace) -> Iterator[Writing]:
     from core import access, gate
     from core.config import ConfigError, load_cli_config
     from core.store import Store, default_actor
-    from core.zk.migration import ZkClusterProbe
+    from core.zk.migration_state import ZkClusterProbe
 
     command = args.command
     kind = WRITE_COMMANDS[command]

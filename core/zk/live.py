@@ -278,7 +278,7 @@ class Connection:
 
     def write_session(self) -> ZkSession:
         """The live view's ZooKeeper session, for the writes of the action pages (core.zk.topic_admin,
-        core.zk.election): they re-read live state through it before writing. Refused unless connected."""
+        core.zk.election_writes): they re-read live state through it before writing. Refused unless connected."""
         live = self.live
         if live is not None and live.status == "resyncing":
             raise ZooKeeperUnreachableError(

@@ -109,7 +109,7 @@ def read_for_write(session: ZkSession, *, with_states: bool = True) -> tuple[Clu
 
     Every write of the engine starts here, so this is where a ZooKeeper -> KRaft migration refuses it, whatever
     the front end (core.gate asks the same question earlier, with the actor's identity, to record the refusal)."""
-    from core.zk.migration import refuse_during_migration
+    from core.zk.migration_state import refuse_during_migration
 
     session.sync()
     tree = load_tree(session, ClusterTree(), with_states=with_states)
