@@ -15,10 +15,10 @@ in the ISR) and what to do. A write whose plan has risks (core.plans.plan_risks)
 A partition whose topic no longer exists (deleted while it moved, or never created) is "gone": nothing will happen to
 it, so it counts as finished, like a complete one, and Verify removes the throttles without waiting for it.
 
-Cancel (issue 15, Kafka 2.4+, needs the cluster's `bootstrap` in keel.toml) stops a running reassignment through
-the Admin API as `python -m core cancel` does (core.zk.reassign_writes.cancel): the partitions of the followed run
-(the CLI's --reassignment-json-file), or every running one when the session follows none (--all). When Kafka put partitions
-back in another replica order, the reassignment restoring it (no data moves) is offered, as the CLI prints it.
+Cancel (issue 15, Kafka 2.4+, needs the cluster's `bootstrap` in keel.toml) stops a running reassignment through the
+Admin API as `python -m core cancel` (core.zk.reassign_writes.cancel): the followed run's partitions (the CLI's
+--reassignment-json-file), or every running one when the session follows none (--all). When Kafka put partitions back
+in another replica order, the reassignment restoring it (no data moves) is offered, as the CLI prints it.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from core.plans import (
 )
 from core.store import Action
 from core.zk import reassign_writes
+from core.zk.reassign_writes import COMPLETE, GONE, IN_FLIGHT, NOT_AT_TARGET  # the partition statuses
 from dashboard import actions, frame, ui
 from dashboard.reassign import plan_view
 from dashboard.reassign import rollback as rollback_view
@@ -51,10 +52,10 @@ RUN = "ra_run"  # the FollowedRun this session follows
 CANCEL_RESULT = "ra_cancel_result"  # the outcome of Cancel
 REORDER = "ra_reorder_plan"  # (cluster, plan, text): restores the replica order a cancel changed
 REORDER_RESULT = "ra_reorder_result"
-STATUS_STYLE = {reassign_writes.COMPLETE: "color: #2CA02C; font-weight: 600",
-                reassign_writes.IN_FLIGHT: "color: #E69F00; font-weight: 600",
-                reassign_writes.NOT_AT_TARGET: "color: #D62728; font-weight: 600",
-                reassign_writes.GONE: "color: #7F7F7F; font-style: italic"}
+STATUS_STYLE = {COMPLETE: "color: #2CA02C; font-weight: 600",
+                IN_FLIGHT: "color: #E69F00; font-weight: 600",
+                NOT_AT_TARGET: "color: #D62728; font-weight: 600",
+                GONE: "color: #7F7F7F; font-style: italic"}
 
 
 # --- the followed run ---------------------------------------------------------------------------------------
@@ -229,18 +230,17 @@ def _verify(ctx: frame.PageContext, run: FollowedRun) -> None:
                                         actor=actions.actor())
         counts = plan_view.status_counts(result.partitions)
         _update(run, verified=Verified(result.complete, result.throttles_removed, time.time()), note=None)
-        total, gone = len(result.partitions), counts[reassign_writes.GONE]
+        total, gone = len(result.partitions), counts[GONE]
         removed = ("Throttles removed (topic throttled-replica lists and broker rates)." if result.throttles_removed
                    else "No throttle was left to remove.")
         if result.complete and not gone:
             return f"Verified: all {total:,} partition(s) are at their target. {removed}"
         if result.complete:
-            return (f"Verified: all {total:,} partition(s) are finished: {counts[reassign_writes.COMPLETE]:,} at their "
+            return (f"Verified: all {total:,} partition(s) are finished: {counts[COMPLETE]:,} at their "
                     f"target, {gone:,} gone (their topic no longer exists). {removed}")
-        raise KeelError(f"Not complete yet: {counts[reassign_writes.COMPLETE]:,} of {total:,} partition(s) at their "
-                        f"target, {counts[reassign_writes.IN_FLIGHT]:,} in progress, "
-                        f"{counts[reassign_writes.NOT_AT_TARGET]:,} not at target"
-                        + (f", {gone:,} gone (their topic no longer exists)" if gone else "")
+        raise KeelError(f"Not complete yet: {counts[COMPLETE]:,} of {total:,} partition(s) at their target, "
+                        f"{counts[IN_FLIGHT]:,} in progress, {counts[NOT_AT_TARGET]:,} not at "
+                        "target" + (f", {gone:,} gone (their topic no longer exists)" if gone else "")
                         + ". The throttles stay until all are finished.")
 
     actions.run(RUN_RESULT, work, cfg=ctx.config, action="verify the reassignment", scope="reassign-run",
@@ -251,9 +251,8 @@ def _rollback(ctx: frame.PageContext, run: FollowedRun, throttle: int | None, ac
               form: actions.FormGuard | None = None) -> None:
     """on_click of Roll back: the saved rollback at `throttle` B/s (None: unthrottled), as chosen on the panel."""
     def work() -> str:
-        done = reassign_writes.rollback(ctx.conn.write_session(), actions.store(), run.action_id,
-                                        cluster=ctx.cluster.name, throttle=throttle, actor=actions.actor(),
-                                        accept_risks=list(accepted))
+        done = reassign_writes.rollback(ctx.conn.write_session(), actions.store(), run.action_id, throttle=throttle,
+                                        cluster=ctx.cluster.name, actor=actions.actor(), accept_risks=list(accepted))
         label = f"Rollback of action #{run.action_id}"
         message = _started(done, label)
         _track(FollowedRun.executed(done, run.rollback, throttle, label, note=md_text(message)))
@@ -434,7 +433,7 @@ def finished(ctx: frame.PageContext, run: FollowedRun) -> bool:
     if live is None:
         return False
     if run.cancelled is not None:
-        return all(p.status != reassign_writes.IN_FLIGHT for p in _statuses(ctx, run, live))
+        return all(p.status != IN_FLIGHT for p in _statuses(ctx, run, live))
     return all(p.status.finished for p in _statuses(ctx, run, live))
 
 
@@ -473,8 +472,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
     statuses = _statuses(ctx, run, live)
     counts = plan_view.status_counts(statuses)
     total = len(statuses)
-    done, gone = counts[reassign_writes.COMPLETE], counts[reassign_writes.GONE]
-    moving = counts[reassign_writes.IN_FLIGHT]
+    done, gone, moving = counts[COMPLETE], counts[GONE], counts[IN_FLIGHT]
     finished_ = done + gone
     running = live.in_progress.reassignment
     reason = actions.blocked_reason(ctx.config, "change the cluster")
@@ -504,7 +502,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
         ui.metric(m, "Complete", f"{done:,}", help="Replicas equal the target, nothing in flight")
         ui.metric(m, "In progress", f"{moving:,}",
                   help="Still in /admin/reassign_partitions, or adding / removing replicas")
-        ui.metric(m, "Not at target", f"{counts[reassign_writes.NOT_AT_TARGET]:,}",
+        ui.metric(m, "Not at target", f"{counts[NOT_AT_TARGET]:,}",
                   help="Not moving, and not on the target replicas")
         if gone:
             ui.metric(m, "Gone", f"{gone:,}",
@@ -525,11 +523,11 @@ def progress_panel(ctx: frame.PageContext) -> None:
                                                      " Verify to confirm it."), icon=":material/check_circle:")
         elif run.cancelled is not None:
             st.info(f"Cancelled (action #{run.cancelled}): Kafka moved the cancelled partitions back to their original "
-                    f"replicas; {counts[reassign_writes.NOT_AT_TARGET]:,} partition(s) are not at this plan's target.",
+                    f"replicas; {counts[NOT_AT_TARGET]:,} partition(s) are not at this plan's target.",
                     icon=":material/cancel:")
         else:
-            st.warning(f"{counts[reassign_writes.NOT_AT_TARGET]:,} partition(s) are neither at their target nor "
-                       "moving: the controller did not (or could not) apply them, or something changed them since.",
+            st.warning(f"{counts[NOT_AT_TARGET]:,} partition(s) are neither at their target nor moving: the "
+                       "controller did not (or could not) apply them, or something changed them since.",
                        icon=":material/warning:")
         if gone:
             st.caption(f":material/delete: {gone:,} partition(s) belong to topics that no longer exist (deleted while "
