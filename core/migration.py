@@ -81,8 +81,8 @@ def kraft_brokers(snapshot: ClusterSnapshot) -> tuple[int, ...]:
 
 
 def write_block_reason(controller: Controller | None, migration: ZkMigration | None) -> str | None:
-    """Why no write may go through ZooKeeper now, from /controller and /migration alone (core.gate asks this right
-    before every write), or None for a plain ZooKeeper-mode cluster."""
+    """Why no write may go through ZooKeeper now, from /controller and /migration alone (core.policy.gate asks this
+    right before every write), or None for a plain ZooKeeper-mode cluster."""
     if controller is not None and controller.is_kraft:
         who = f"KRaft controller {controller.broker_id}"
         phase = ("dual-write" if migration is not None and migration.initial_migration_complete else

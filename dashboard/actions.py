@@ -30,11 +30,11 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 import streamlit as st
 
-from core import access, gate
-from core.config import KeelConfig
+from core.policy import access, gate
+from core.policy.config import KeelConfig
 from core.errors import KeelError, PermissionDeniedError
 from core.model import ClusterSnapshot
-from core.store import Store
+from core.audit.store import Store
 from core.topics import TOPIC_CONFIGS
 from dashboard import frame, identity
 from dashboard.text import md, md_text
@@ -49,9 +49,9 @@ CONFIG_COLUMNS = ["Key", "Value"]
 
 def blocked_reason(cfg: KeelConfig, action: str = "change the cluster", needs: access.Role | None = None
                    ) -> str | None:
-    """Why the person at the keyboard may not `action` on the selected cluster (core.access.check's message, as
+    """Why the person at the keyboard may not `action` on the selected cluster (core.policy.access.check's message, as
     markdown: it can name a topic), or None. The role needed follows from the action (deleting and rolling back
-    are the admin's, core.access.needed_role) unless `needs` says."""
+    are the admin's, core.policy.access.needed_role) unless `needs` says."""
     try:
         _check(cfg, action, needs)
     except PermissionDeniedError as e:
@@ -77,7 +77,7 @@ def _check(cfg: KeelConfig, action: str, needs: access.Role | None) -> access.De
 
 
 def _admit(cfg: KeelConfig, action: str, needs: access.Role | None, who: access.Identity) -> gate.Admission:
-    """core.gate at click time: the role against keel.toml as it is *now* (re-read: an instance switched to
+    """core.policy.gate at click time: the role against keel.toml as it is *now* (re-read: an instance switched to
     read-only, or a role taken away, refuses a click on a page that was open before) and the cluster's migration
     state read from ZooKeeper now, not the banner's cache. Refusals are recorded by the gate."""
     from core.zk.migration_state import ZkClusterProbe
@@ -188,11 +188,11 @@ class Result:
 def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, scope: str | None = None,
         context: str | None = None, needs: access.Role | None = None, form: FormGuard | None = None) -> bool:
     """Call `work()` (an engine write returning a plain-text summary, one line per line) behind the role gate
-    (core.access.check: this session's identity on the selected cluster); store the outcome in
+    (core.policy.access.check: this session's identity on the selected cluster); store the outcome in
     st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either. Messages are stored
     escaped for markdown: they quote names and values read from the cluster.
 
-    The gate (core.gate) is checked against the config as it is *now* (re-read), not only as it was when the
+    The gate (core.policy.gate) is checked against the config as it is *now* (re-read), not only as it was when the
     button was drawn, and against the cluster's live migration state; its refusals are recorded; what `work()`
     records names the actor, source, role and the cluster's id."""
     try:

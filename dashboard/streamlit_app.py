@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st  # Keel is installed into the venv (make venv), so `core` imports wherever streamlit runs
 
 
-from core.config import ConfigError
+from core.policy.config import ConfigError
 from dashboard import frame, identity, migration_banner
 from dashboard.text import md, md_text
 

@@ -20,7 +20,7 @@ import pytest
 
 from core import zkformat as zf
 from core.plans import parse_reassignment
-from core.store import Store, acting, default_store_path, run_dir
+from core.audit.store import Store, acting, default_store_path, run_dir
 from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from dashboard.audit import readable, table, to_csv

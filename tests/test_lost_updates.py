@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from core import zkformat as zf
 from core.errors import InvalidPartitionsError, KeelError, ValidationError
 from core.plans import parse_reassignment
-from core.store import Store
+from core.audit.store import Store
 from core.zk import election_writes, reassign_writes, topic_admin
 from core.zk.reader import read_for_write
 from core.zk.session import ZkSession

@@ -117,7 +117,7 @@ def recorded_plan(store, action_id: int) -> ReassignmentPlan:
 
 
 def test_run_labels_are_pure():
-    from core.store import Action
+    from core.audit.store import Action
 
     def action(**kw):
         base = dict(id=7, at="2026-11-22T03:00:00Z", actor="bob", cluster="c", kind="reassignment",

@@ -7,7 +7,7 @@ import pytest
 from core import zkformat as zf
 from core.errors import PlanError, ReassignmentInProgressError, ValidationError
 from core.plans import parse_reassignment
-from core.store import Store
+from core.audit.store import Store
 from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from core import zkformat as zf
-from core.config import ClusterConfig
+from core.policy.config import ClusterConfig
 from core.plans import parse_reassignment
-from core.store import Store
+from core.audit.store import Store
 from core.topics import draft_add_partitions, draft_create_topic
 from core.zk import election_writes, faults, reassign_writes, topic_admin
 from core.zk.reconcile import GRACE_SECONDS, UNKNOWN_ELECTION, reconcile_pending

@@ -14,7 +14,7 @@ import pytest
 
 from core import zkformat as zf
 from core.cli import main
-from core.store import Store
+from core.audit.store import Store
 from core.zk.reassign_writes import (AS_RECORDED, FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED,
                                      rollback)
 from core.zk.session import ZkSession

@@ -13,7 +13,7 @@ import pytest
 
 from core import zkformat as zf
 from core.cli import main
-from core.store import Store
+from core.audit.store import Store
 from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from tests.kafka_tree import write_cluster, write_topic

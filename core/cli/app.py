@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with quiet_kazoo():  # every write goes through core.gate (core.cli.common.write_session)
+        with quiet_kazoo():  # every write goes through core.policy.gate (core.cli.common.write_session)
             return args.func(args)
     except KeelError as e:
         print(f"error: {e}", file=sys.stderr)

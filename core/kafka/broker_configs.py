@@ -70,8 +70,8 @@ def read_broker_defaults(admin: KafkaAdmin, brokers: Iterable[int], *, min_isr: 
 
 
 class BrokerDefaultsReader:
-    """The latest `BrokerDefaults` of one keel.toml cluster (core.config.ClusterConfig with bootstrap), read in the
-    background; see the module doc. Thread-safe; `close()` when the cluster's connection is released."""
+    """The latest `BrokerDefaults` of one keel.toml cluster (core.policy.config.ClusterConfig with bootstrap), read in
+    the background; see the module doc. Thread-safe; `close()` when the cluster's connection is released."""
 
     def __init__(self, cluster, *, refresh: float = REFRESH_SECONDS, retry: float = RETRY_SECONDS,
                  timeout: float | None = None):

@@ -19,7 +19,7 @@ from core.errors import KRaftControllerError, ReassignmentInProgressError, Valid
 from core.kafka.admin import KafkaAdmin
 from core.logdirs import DirRequest, JbodView, load_plan, parse_dir_plan, view_from_document
 from core.model import ClusterSnapshot
-from core.store import Store
+from core.audit.store import Store
 
 Key = tuple[str, int, int]  # topic, partition, broker
 

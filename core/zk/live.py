@@ -25,7 +25,7 @@ from collections import Counter
 from enum import StrEnum
 from typing import Any, Callable, Hashable
 
-from core.config import ClusterConfig
+from core.policy.config import ClusterConfig
 from core.errors import (
     ConnectStringError,
     KeelError,
@@ -203,7 +203,7 @@ class Connection:
         if old is not None:
             _stop_live(old)
         try:  # settle the audit rows an interrupted run left pending (core.zk.reconcile)
-            from core.store import Store
+            from core.audit.store import Store
             from core.zk.reconcile import reconcile_pending
 
             snap = live.snapshot()

@@ -38,7 +38,7 @@ from core.plans import (
     plan_risks,
     stuck_reasons,
 )
-from core.store import Action
+from core.audit.store import Action
 from core.zk import reassign_writes
 from core.zk.reassign_writes import COMPLETE, GONE, IN_FLIGHT, NOT_AT_TARGET  # the partition statuses
 from dashboard import actions, frame, ui

@@ -40,7 +40,7 @@ from core import health
 from core import zkformat as zf
 from core.plans import ReassignStatus, parse_reassignment, reassignment_status
 from core.sandbox.kafka import version_at_least
-from core.store import Store
+from core.audit.store import Store
 from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from core.zk.watcher import LiveCluster

@@ -45,7 +45,7 @@ from core.plans import parse_reassignment
 from core.sandbox import brokers as sandbox_brokers
 from core.sandbox.controller import ControllerEmulator
 from core.sandbox.znodes import encode_intent, intent_path
-from core.store import Store
+from core.audit.store import Store
 from core.topics import draft_add_partitions, draft_create_topic
 from core.zk import election_writes, reassign_writes, topic_admin
 from core.zk.reader import read_snapshot
