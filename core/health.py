@@ -56,13 +56,6 @@ CLUSTER_DEFAULT_ENTITY = "<default>"
 _positive_int = positive_int
 
 
-def cluster_min_isr_default(snapshot: ClusterSnapshot) -> int:
-    """The cluster-wide dynamic `min.insync.replicas` (``/config/brokers/<default>``), else 1: only the
-    ZooKeeper layer. The health functions below resolve per broker (`MinIsrRule`), static settings included."""
-    value = snapshot.broker_configs.get(CLUSTER_DEFAULT_ENTITY, {}).get(MIN_ISR_KEY)
-    return _positive_int(value) or MIN_ISR_DEFAULT
-
-
 def min_isr(topic: Topic, default: int = MIN_ISR_DEFAULT) -> int:
     """The topic's `min.insync.replicas`; a missing or invalid value (not an int >= 1) gives `default`."""
     return _positive_int(topic.config.get(MIN_ISR_KEY)) or default
@@ -125,11 +118,6 @@ def is_under_min_isr(p: Partition, min_isr_count: int, alive: frozenset[int] | s
 
 def is_at_min_isr(p: Partition, min_isr_count: int) -> bool:
     return len(p.isr) == min_isr_count
-
-
-def isr_differs(p: Partition) -> bool:
-    """Replica verification: the ISR, as a set, is not the assigned replica set."""
-    return set(p.isr) != set(p.replicas)
 
 
 def out_of_sync_replicas(p: Partition) -> tuple[int, ...]:
@@ -213,11 +201,6 @@ def iter_partition_health(snapshot: ClusterSnapshot, defaults: BrokerDefaults | 
 def partition_health(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> list[PartitionHealth]:
     """One row per partition, in snapshot order (topics by name, partitions by number)."""
     return list(iter_partition_health(snapshot, defaults))
-
-
-def replica_verification(snapshot: ClusterSnapshot) -> list[PartitionHealth]:
-    """Partitions whose ISR set differs from their assigned replica set."""
-    return [h for h in iter_partition_health(snapshot) if h.isr_differs]
 
 
 def min_isr_rule(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> MinIsrRule:
@@ -528,37 +511,6 @@ def broker_loads(snapshot: ClusterSnapshot, *, threshold_percent: int | None = N
     counts in the denominator only (no leadership info). The broker is over the threshold when
     ratio > percentage / 100 (strictly greater). Partitions being reassigned are *not* left out of
     the ratio: instead the controller triggers no election at all while any reassignment is in
-    progress (`partitionsBeingReassigned.isEmpty`), see `ClusterSummary.reassignment_in_progress`
-    and `auto_rebalance_candidates`.
+    progress (`partitionsBeingReassigned.isEmpty`), see `ClusterSummary.reassignment_in_progress`.
     """
     return list(summarize(snapshot, threshold_percent=threshold_percent).brokers)
-
-
-def auto_rebalance_candidates(snapshot: ClusterSnapshot, *,
-                              threshold_percent: int | None = None) -> list[tuple[str, int]]:
-    """The partitions the controller's next auto leader rebalance would elect, (topic, partition) sorted.
-
-    Empty while any reassignment is in progress. Otherwise, for every broker over the threshold,
-    its not-leading partitions (topics being deleted excluded) whose preferred replica is alive
-    and in the ISR (`canPreferredReplicaBeLeader`). Applies only when the brokers run with
-    `auto.leader.rebalance.enable=true` (Kafka's default), which ZooKeeper does not record.
-    """
-    summary = summarize(snapshot, threshold_percent=threshold_percent)
-    if summary.reassignment_in_progress or not summary.brokers_over_threshold:
-        return []
-    over = set(summary.brokers_over_threshold)
-    alive = snapshot.alive_broker_ids
-    deleting = frozenset(snapshot.in_progress.deletion)
-    out: list[tuple[str, int]] = []
-    for t in snapshot.topics:
-        if t.name in deleting:
-            continue
-        for p in t.partitions:
-            if not p.replicas or not p.has_state:
-                continue
-            pref = p.replicas[0]
-            if pref in over and p.leader != pref and pref in alive and pref in p.isr:
-                out.append((t.name, p.partition))
-    return sorted(out)
-
-

@@ -24,7 +24,7 @@ import json
 import logging
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import pandas as pd
@@ -182,7 +182,6 @@ class Result:
     message: str  # markdown: what `run` stored is escaped (engine messages quote topic names)
     scope: str | None = None  # what the result belongs to (a topic, a page): shown only there
     context: str | None = None  # the draft it was about: a failure is shown only while it is still the one shown
-    details: list[str] = field(default_factory=list)
 
 
 def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, scope: str | None = None,

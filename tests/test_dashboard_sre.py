@@ -364,7 +364,7 @@ def test_effective_topic_config_sources():
                                                 "log.roll.hours": "2"})}
     assert set(TOPIC_CONFIGS) <= set(rows)
     assert (rows["retention.ms"].value, rows["retention.ms"].source) == ("1000", TOPIC)
-    assert rows["retention.ms"].kafka_source == "DYNAMIC_TOPIC_CONFIG"
+    assert rows["retention.ms"].source == "DYNAMIC_TOPIC_CONFIG"
     assert (rows["cleanup.policy"].value, rows["cleanup.policy"].source) == ("compact", BROKER_DEFAULT)
     assert rows["cleanup.policy"].synonym == "log.cleanup.policy"
     assert (rows["segment.ms"].value, rows["segment.ms"].synonym) == (str(2 * 3_600_000), "log.roll.hours")

@@ -109,11 +109,6 @@ class BrokerDefaultsReader:
                            f"within {wait:g} s yet)", **self._assumed())
         return latest
 
-    def refresh_now(self) -> None:
-        """Read again at the next `get` (e.g. after a broker's settings were changed by hand)."""
-        with self._lock:
-            self._ended = float("-inf")
-
     def _start(self, brokers: frozenset[int]) -> None:
         thread = threading.Thread(target=self._read, args=(brokers,), daemon=True,
                                   name=f"keel-broker-configs-{self.cluster.name}")

@@ -89,7 +89,6 @@ class Connection:
         self.error_kind: ErrorKind | None = None
         self.progress: tuple[str, int, int] | None = None
         self.attempts = 0
-        self.connected_at: str | None = None
         self.disconnected_at: str | None = None  # when the live session last left "connected"
         self.reconnecting = False
         self._down_since: float | None = None
@@ -192,7 +191,6 @@ class Connection:
                     live.record_resync(time.monotonic() - self._down_since,
                                        "reconnected to ZooKeeper with a new session")
                 self.phase, self.failure, self.error_kind = Phase.READY, None, None
-                self.connected_at = utc_now_iso()
                 self.disconnected_at = None
                 self._down_since = None if session.connected else time.monotonic()
                 self.reconnecting = False
