@@ -164,38 +164,94 @@ def iter_partition_health(snapshot: ClusterSnapshot, defaults: BrokerDefaults | 
     own settings (None: unknown, Kafka's 1 assumed where ZooKeeper sets nothing)."""
     alive = snapshot.alive_broker_ids
     rule = MinIsrRule(snapshot, defaults)
+    for t in snapshot.topics:
+        yield from topic_partition_health(t, alive, rule)
+
+
+def topic_partition_health(t: Topic, alive: frozenset[int], rule: MinIsrRule) -> Iterator[PartitionHealth]:
+    """One topic's `PartitionHealth` rows, for callers that keep results per topic (`rule`: `min_isr_rule`)."""
     capped = rule.capped
     row = PartitionHealth
-    for t in snapshot.topics:
+    fixed = rule.fixed(t)
+    name = t.name
+    for p in t.partitions:
+        replicas = p.replicas
+        isr = p.isr
+        leader = p.leader
+        has_state = p.has_state
+        mi = fixed if fixed is not None else rule.leader(leader, replicas)
+        if capped and mi > len(replicas) > 0:
+            mi = len(replicas)
+        live_leader = leader != NO_LEADER and leader in alive
+        n_isr = len(isr)
+        if isr == replicas:
+            out_of_sync: tuple[int, ...] = ()
+            differs = False
+        else:
+            out_of_sync = tuple(r for r in replicas if r not in isr)
+            differs = set(isr) != set(replicas)
+        adding = p.adding_replicas
+        reassigning = bool(adding or p.removing_replicas)
+        rf = len(replicas) - sum(1 for r in replicas if r in adding) if adding else len(replicas)
+        # positional, in field order: topic, partition, leader, replicas, isr, min_isr, has_state,
+        # under_replicated, unavailable, under_min_isr, at_min_isr, isr_differs, out_of_sync,
+        # off_preferred_leader, reassigning
+        yield row(name, p.partition, leader, replicas, isr, mi, has_state,
+                  n_isr < rf, not live_leader, not live_leader or n_isr < mi, n_isr == mi,
+                  differs, out_of_sync,
+                  has_state and bool(replicas) and leader != replicas[0],
+                  reassigning)
+
+
+def partition_flags(h: PartitionHealth) -> list[str]:
+    """What is wrong with one partition, in words, worst first (empty when nothing is)."""
+    return [flag for flag, on in (
+        ("no state", not h.has_state), ("unavailable", h.unavailable),
+        ("under min ISR", h.under_min_isr and not h.unavailable), ("under-replicated", h.under_replicated),
+        ("leader off preferred", h.off_preferred_leader), ("replicas out of sync", bool(h.out_of_sync)),
+        ("reassigning", h.reassigning)) if on]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicHealth:
+    """One topic's health: its partitions' rows (`topic_partition_health`) counted, so that the topic list and the
+    topic's partition table never disagree."""
+
+    topic: str
+    partitions: int
+    replication_factor: int
+    under_replicated: int
+    unavailable: int
+    under_min_isr: int
+    at_min_isr: int
+    off_preferred_leader: int
+    out_of_sync_replicas: int  # replicas, not partitions
+    min_isr: tuple[int, ...]  # the values its partitions' leaders enforce, sorted (one in the usual case)
+
+    @property
+    def status(self) -> str:
+        """The worst: "unavailable", "under min ISR", "under-replicated" or "ok"."""
+        return ("unavailable" if self.unavailable else "under min ISR" if self.under_min_isr
+                else "under-replicated" if self.under_replicated else "ok")
+
+
+def topic_health(t: Topic, alive: frozenset[int], rule: MinIsrRule) -> TopicHealth:
+    """`t`'s health on a cluster whose live brokers are `alive` (`rule`: `min_isr_rule`, built once per snapshot)."""
+    urp = unav = umi = ami = off = oos = 0
+    mins: set[int] = set()
+    for h in topic_partition_health(t, alive, rule):
+        mins.add(h.min_isr)
+        urp += h.under_replicated
+        unav += h.unavailable
+        umi += h.under_min_isr
+        ami += h.at_min_isr
+        off += h.off_preferred_leader
+        oos += len(h.out_of_sync)
+    if not mins:  # no partitions: what a partition would get
         fixed = rule.fixed(t)
-        name = t.name
-        for p in t.partitions:
-            replicas = p.replicas
-            isr = p.isr
-            leader = p.leader
-            has_state = p.has_state
-            mi = fixed if fixed is not None else rule.leader(leader, replicas)
-            if capped and mi > len(replicas) > 0:
-                mi = len(replicas)
-            live_leader = leader != NO_LEADER and leader in alive
-            n_isr = len(isr)
-            if isr == replicas:
-                out_of_sync: tuple[int, ...] = ()
-                differs = False
-            else:
-                out_of_sync = tuple(r for r in replicas if r not in isr)
-                differs = set(isr) != set(replicas)
-            adding = p.adding_replicas
-            reassigning = bool(adding or p.removing_replicas)
-            rf = len(replicas) - sum(1 for r in replicas if r in adding) if adding else len(replicas)
-            # positional, in field order: topic, partition, leader, replicas, isr, min_isr, has_state,
-            # under_replicated, unavailable, under_min_isr, at_min_isr, isr_differs, out_of_sync,
-            # off_preferred_leader, reassigning
-            yield row(name, p.partition, leader, replicas, isr, mi, has_state,
-                      n_isr < rf, not live_leader, not live_leader or n_isr < mi, n_isr == mi,
-                      differs, out_of_sync,
-                      has_state and bool(replicas) and leader != replicas[0],
-                      reassigning)
+        mins.add(fixed if fixed is not None else rule.broker(None))
+    return TopicHealth(t.name, len(t.partitions), t.replication_factor, urp, unav, umi, ami, off, oos,
+                       tuple(sorted(mins)))
 
 
 def partition_health(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> list[PartitionHealth]:

@@ -42,3 +42,11 @@ _.broker_bytes  # same
 _.isr_differs  # PartitionHealth / ClusterSummary: replica verification (kafka-replica-verification's question)
 _.topics_pending_deletion  # ClusterSummary: topics under /admin/delete_topics
 _.brokers_over_threshold  # ClusterSummary: brokers over the leader-imbalance threshold (test_dashboard_apptest's oracle)
+
+# --- Kafka's TopicCommand predicates one by one (core/health.py's module doc); iter_partition_health inlines them
+# --- for speed, and test_health checks the inlined loop against these readable definitions
+_.is_under_replicated  # TopicCommand's --under-replicated-partitions
+_.is_unavailable  # --unavailable-partitions
+_.is_under_min_isr  # --under-min-isr-partitions
+_.is_at_min_isr  # --at-min-isr-partitions
+_.is_off_preferred_leader  # the controller's per-partition imbalance test
