@@ -7,7 +7,7 @@ of a local ZooKeeper, then times, in the same run:
 
     .venv/bin/python bench/snapshot.py [--zk 127.0.0.1:2181] [--partitions 200000] [--topics 2000]
 
-Without --zk it starts a throwaway ZooKeeper of its own (core.sandbox.zkserver).
+Without --zk it starts a throwaway ZooKeeper of its own (sandbox.processes.zkserver).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import tempfile
+import sys
 import time
 import uuid
 from pathlib import Path
 
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's sandbox/ (not installed)
 from core import zkformat as zf  # noqa: E402
 from core.zk.reader import read_snapshot  # noqa: E402
 from core.zk.session import ZkSession  # noqa: E402
@@ -99,7 +100,7 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         zk = args.zk
         if not zk:
-            from core.sandbox import zkserver
+            from sandbox.processes import zkserver
 
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="keel-bench-zk-")))
             server = stack.enter_context(zkserver.start(zkserver.free_port(), tmp))

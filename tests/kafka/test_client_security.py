@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from core.sandbox import kafka as kafka_runner
+from sandbox.processes import kafka as kafka_runner
 from tests.kafka.conftest import VERSION
 from tests.kafka.realkafka import needs_kafka, tool_class
 from tests.test_dashboard_apptest import app, table_with, texts, write_config
@@ -146,7 +146,7 @@ def secured(zk_server, pki, tmp_path_factory):
     cluster = kafka_runner.KafkaCluster.create(base / "cluster", connect, brokers=1, racks=0, detach=False,
                                                version=VERSION)
     b = cluster.brokers[0]
-    sasl, ssl = f"127.0.0.1:{kafka_runner._free_port()}", f"127.0.0.1:{kafka_runner._free_port()}"
+    sasl, ssl = f"127.0.0.1:{kafka_runner.free_port()}", f"127.0.0.1:{kafka_runner.free_port()}"
     listeners = f"PLAINTEXT://{b.endpoint},SASL_PLAINTEXT://{sasl},SSL://{ssl}"
     cluster.overrides.update({
         "listeners": listeners, "advertised.listeners": listeners, "inter.broker.listener.name": "PLAINTEXT",

@@ -38,7 +38,8 @@ from typing import Iterable, Mapping
 
 from core import zkformat as zf
 from core.errors import KeelError
-from core.sandbox.kafka_setup import (  # noqa: F401  (re-exported: the tests and the CLI import them from here)
+from sandbox.processes.common import CHILDREN, free_port, log_tail, pid_alive
+from sandbox.processes.kafka_setup import (  # noqa: F401  (re-exported: the tests and the CLI import them from here)
     BROKER_SETTINGS,
     DEFAULT_HEAP,
     DEFAULT_VERSION,
@@ -49,12 +50,8 @@ from core.sandbox.kafka_setup import (  # noqa: F401  (re-exported: the tests an
     KafkaNotFetchedError,
     KafkaRunError,
     _FETCH_HINT,
-    _CHILDREN,
-    _free_port,
-    _pid_alive,
     _port_free,
     _port_open,
-    _tail,
     default_zk,
     fetch,
     java_for,
@@ -132,9 +129,9 @@ class KafkaCluster:
         used: set[int] = set()
         infos = []
         for i in range(brokers):
-            port = _free_port()
+            port = free_port()
             while port in used:
-                port = _free_port()
+                port = free_port()
             used.add(port)
             infos.append(BrokerInfo(first_id + i, port, rack_name(i % racks) if racks else None))
         return cls(path, zk_connect, infos, kafka_version(version), heap, dict(overrides or {}), detach)
@@ -146,7 +143,7 @@ class KafkaCluster:
             state = json.loads((path / STATE_NAME).read_text())
         except FileNotFoundError:
             raise KafkaRunError(f"no Kafka cluster in {path} ({STATE_NAME} is missing)",
-                                hint="start one with `python -m core kafka up`") from None
+                                hint="start one with `python -m sandbox kafka up`") from None
         except (OSError, ValueError) as e:
             raise KafkaRunError(f"{path / STATE_NAME} is unreadable: {e}") from None
         return cls(path, state["zk_connect"], [BrokerInfo(**b) for b in state["brokers"]], state["version"],
@@ -276,7 +273,7 @@ class KafkaCluster:
 
     def _is_our_broker(self, b: BrokerInfo) -> bool:
         """The pid is alive and is this broker's JVM (guards against pid reuse)."""
-        if b.pid is None or not _pid_alive(b.pid):
+        if b.pid is None or not pid_alive(b.pid):
             return False
         try:
             cmdline = Path(f"/proc/{b.pid}/cmdline").read_bytes().split(b"\0")
@@ -291,7 +288,7 @@ class KafkaCluster:
             bdir = self.broker_dir(b.id)
             for d in [*self.log_dirs(b.id), self.logs_dir(b.id)]:
                 d.mkdir(parents=True, exist_ok=True)
-            body = "# Written by core.sandbox.kafka; rewritten on every start.\n"
+            body = "# Written by sandbox.processes.kafka; rewritten on every start.\n"
             body += "".join(f"{k}={v}\n" for k, v in self.settings(b).items())
             (bdir / "server.properties").write_text(body)
 
@@ -316,7 +313,7 @@ class KafkaCluster:
             out.flush()
             proc = subprocess.Popen(cmd, cwd=bdir, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                     close_fds=True, start_new_session=self.detach)
-        _CHILDREN[proc.pid] = proc
+        CHILDREN[proc.pid] = proc
         b.pid = proc.pid
         (bdir / "broker.pid").write_text(f"{proc.pid}\n")
         self.save()
@@ -339,9 +336,9 @@ class KafkaCluster:
         taken = {b.port for b in self.brokers}
         for b in self.brokers:  # a stopped cluster's port may have been taken by something else meanwhile
             if b.id not in mine and not _port_free(b.port):
-                b.port = _free_port()
+                b.port = free_port()
                 while b.port in taken:
-                    b.port = _free_port()
+                    b.port = free_port()
                 taken.add(b.port)
         self._write_files()
         started = []
@@ -370,9 +367,9 @@ class KafkaCluster:
                     if not self._is_our_broker(b):
                         raise KafkaRunError(
                             f"Kafka broker {bid} (pid {b.pid}) exited during startup.\n"
-                            f"--- last lines of {self.server_log(bid)} ---\n{_tail(self.server_log(bid))}\n"
+                            f"--- last lines of {self.server_log(bid)} ---\n{log_tail(self.server_log(bid), 25)}\n"
                             f"--- last lines of {self.logs_dir(bid) / 'stdout.log'} ---\n"
-                            f"{_tail(self.logs_dir(bid) / 'stdout.log', 10)}")
+                            f"{log_tail(self.logs_dir(bid) / 'stdout.log', 10)}")
                 registered = self.registered(session)
                 controller = self.controller(session)
                 missing = sorted(want - registered)
@@ -385,7 +382,7 @@ class KafkaCluster:
                     first = missing[0] if missing else min(want)
                     raise KafkaRunError(
                         f"Kafka cluster in {self.dir} not ready within {timeout:g} s: {what}.\n"
-                        f"--- last lines of {self.server_log(first)} ---\n{_tail(self.server_log(first))}")
+                        f"--- last lines of {self.server_log(first)} ---\n{log_tail(self.server_log(first), 25)}")
                 time.sleep(0.25)
 
     def wait_unregistered(self, broker_id: int, *, timeout: float = 30.0) -> None:
@@ -479,21 +476,21 @@ class KafkaCluster:
 
 def _signal_and_wait(pid: int, sig: int | None, timeout: float) -> None:
     """Send `sig` (None: already sent), wait up to `timeout` for the process to end, then SIGKILL; reap our child."""
-    child = _CHILDREN.get(pid)
+    child = CHILDREN.get(pid)
     if sig is not None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
     deadline = time.monotonic() + timeout
-    while _pid_alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _pid_alive(pid):
+    if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     if child is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=10)
-        _CHILDREN.pop(pid, None)
+        CHILDREN.pop(pid, None)
     else:
         deadline = time.monotonic() + 10
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
