@@ -44,6 +44,8 @@ DEFAULT_TIMEOUT = 10.0
 CANCEL_SINCE = (2, 4)  # AlterPartitionReassignments / ListPartitionReassignments (KIP-455)
 _ALTER_REASSIGNMENTS = 45  # Kafka's ApiKeys.ALTER_PARTITION_REASSIGNMENTS
 _LIST_REASSIGNMENTS = 46
+_DESCRIBE_QUORUM = 55  # KIP-595, answered by KRaft brokers and controllers only
+_DESCRIBE_TOPIC_PARTITIONS = 75  # KIP-966, Kafka 3.7+ brokers in KRaft mode
 
 TopicPartition = tuple[str, int]
 # one broker property as a broker describes it: (value, source, ((synonym, value, source), ...)), sources named as
@@ -357,6 +359,67 @@ class KafkaAdmin:
         with self._translate("describe the brokers' configs"):
             answers = manager.run(ask)
         return {b: _broker_answer(b, answer) for b, answer in answers.items()}
+
+    # --- the cluster's metadata (read without ZooKeeper) ------------------------------------------------
+
+    def describe_cluster(self) -> dict:
+        """DescribeCluster (Metadata before 2.8): {"cluster_id", "controller_id", "brokers": [{"broker_id",
+        "host", "port", "rack"}]}, the live brokers only. Under KRaft, controller_id is a broker the client may send
+        controller requests to, not the quorum's leader: that is `quorum()`'s."""
+        with self._translate("describe the cluster"):
+            return self._admin.describe_cluster()
+
+    def topic_names(self) -> list[str]:
+        with self._translate("list the topics"):
+            return sorted(self._admin.list_topics())
+
+    def topic_partitions(self, topics: Sequence[str], *, page: int = 2000) -> list[dict]:
+        """Every partition of `topics` as the brokers describe it: one dict per topic ("name", "topic_id",
+        "partitions": [{"partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes",
+        "offline_replicas", "eligible_leader_replicas"?}]). Through DescribeTopicPartitions (KIP-966, Kafka 3.7+
+        in KRaft mode) in pages of `page` partitions, so 100,000 partitions never come back in one response;
+        through Metadata where brokers do not have it (ZooKeeper mode)."""
+        names = list(topics)
+        if not names:
+            return []
+        if _DESCRIBE_TOPIC_PARTITIONS in self._api_keys():
+            by_name: dict[str, dict] = {}
+            cursor = None
+            with self._translate("describe the topics' partitions"):
+                while True:
+                    answer = self._admin.describe_topic_partitions(names, response_partition_limit=page,
+                                                                   cursor=cursor)
+                    for t in answer["topics"]:
+                        seen = by_name.setdefault(t["name"], {**t, "partitions": []})
+                        seen["partitions"].extend(t["partitions"])
+                    cursor = answer.get("next_cursor")
+                    if not cursor:
+                        break
+            return [by_name[n] for n in sorted(by_name)]
+        with self._translate("describe the topics"):
+            return sorted(self._admin.describe_topics(names), key=lambda t: t["name"])
+
+    def topic_overrides(self, topics: Sequence[str], *, batch: int = 500) -> dict[str, dict[str, str]]:
+        """Each topic's own settings (DYNAMIC_TOPIC_CONFIG: what /config/topics/<t> holds in ZooKeeper mode), in
+        requests of `batch` topics. A sensitive value the brokers do not return is left out."""
+        names = list(topics)
+        out: dict[str, dict[str, str]] = {}
+        for i in range(0, len(names), batch):
+            chunk = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names[i:i + batch]]
+            with self._translate("describe the topics' configs"):
+                answer = self._admin.describe_configs(chunk)
+            for name, entries in (answer.get("topic") or {}).items():
+                out[name] = {k: v["value"] for k, v in sorted(entries.items())
+                             if v.get("config_source") == "DYNAMIC_TOPIC_CONFIG" and v.get("value") is not None}
+        return out
+
+    def quorum(self) -> dict | None:
+        """DescribeQuorum of the metadata log (KRaft only): leader, epoch, high watermark, voters and observers with
+        their log end offsets; None for brokers in ZooKeeper mode, which do not answer it."""
+        if _DESCRIBE_QUORUM not in self._api_keys():
+            return None
+        with self._translate("describe the KRaft quorum"):
+            return self._admin.describe_metadata_quorum()
 
 
 def _source(code: object) -> str:
