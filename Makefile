@@ -37,13 +37,13 @@ deps: ## install missing system packages (zookeeper, a JRE, chromium + chromedri
 	@scripts/deps.sh
 
 zk-start: ## start the local ZooKeeper on 127.0.0.1:ZK_PORT (data in RUN_DIR/zk)
-	@$(ZKPY) -m core.sandbox.zkserver start --port $(ZK_PORT) --dir $(ZK_DIR)
+	@$(ZKPY) -m sandbox.processes.zkserver start --port $(ZK_PORT) --dir $(ZK_DIR)
 
 zk-stop: ## stop the local ZooKeeper
-	@$(ZKPY) -m core.sandbox.zkserver stop --dir $(ZK_DIR)
+	@$(ZKPY) -m sandbox.processes.zkserver stop --dir $(ZK_DIR)
 
 zk-status: ## is the local ZooKeeper running?
-	@$(ZKPY) -m core.sandbox.zkserver status --dir $(ZK_DIR)
+	@$(ZKPY) -m sandbox.processes.zkserver status --dir $(ZK_DIR)
 
 # KAFKA=real: real Kafka brokers (fetched like kafka-fetch) instead of the sandbox and its controller emulator.
 run: export KAFKA := $(KAFKA)

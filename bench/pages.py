@@ -2,8 +2,8 @@
 of a 100,000-partition cluster: many small topics (the seeder's catalogue, about 19 partitions each) and 1,000 topics
 of 100 partitions each (issue 24).
 
-Starts (unless --zk is given) a throwaway local ZooKeeper (core.sandbox.zkserver), seeds the simulated clusters with
-core.sandbox.seed and runs the controller emulator for each (brokers register, as `make run` does), serves the real
+Starts (unless --zk is given) a throwaway local ZooKeeper (sandbox.processes.zkserver), seeds the simulated clusters with
+sandbox.seed and runs the controller emulator for each (brokers register, as `make run` does), serves the real
 app with `streamlit run` on a free port, and drives it in headless Chromium (Debian's chromium + chromedriver, with
 the flags the workplace needs). A page's time is from the navigation to the moment its own content is drawn (a
 page-specific element: the broker table and charts of the Overview, the cost metrics and the heatmap of Reassign,
@@ -31,9 +31,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from core.sandbox import zkserver
-from core.sandbox.controller import ControllerEmulator
-from core.sandbox.seed import SandboxSpec, seed_cluster
+from sandbox.processes import zkserver
+from sandbox.emulator.controller import ControllerEmulator
+from sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.session import ZkSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ helpers

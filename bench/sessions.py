@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ and bench/ helpers
 from bench.pages import PAGES, TOPICS_PER_PARTITION, cluster, page_url, wait_for  # noqa: E402
-from core.sandbox import zkserver  # noqa: E402
-from core.sandbox.seed import SandboxSpec  # noqa: E402
+from sandbox.processes import zkserver  # noqa: E402
+from sandbox.seed import SandboxSpec  # noqa: E402
 from tests.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
 
 TARGET_IDLE_CORES = 0.5

@@ -7,7 +7,7 @@ of a local ZooKeeper, then times, in the same run:
 
     .venv/bin/python bench/snapshot.py [--zk 127.0.0.1:2181] [--partitions 200000] [--topics 2000]
 
-Without --zk it starts a throwaway ZooKeeper of its own (core.sandbox.zkserver).
+Without --zk it starts a throwaway ZooKeeper of its own (sandbox.processes.zkserver).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         zk = args.zk
         if not zk:
-            from core.sandbox import zkserver
+            from sandbox.processes import zkserver
 
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="keel-bench-zk-")))
             server = stack.enter_context(zkserver.start(zkserver.free_port(), tmp))

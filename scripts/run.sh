@@ -19,7 +19,7 @@ CONTROLLER_LOG="$RUN_DIR/controller.log"
 ZK_STARTED_MARK="$RUN_DIR/zk.started-by-run"
 ZK="127.0.0.1:${ZK_PORT}/keel-demo"
 KAFKA="${KAFKA:-}"                                # "real": real Kafka brokers instead of the sandbox and its emulator
-KAFKA_DIR="$RUN_DIR/kafka-cluster"                 # core.sandbox.kafka's run folder: configs, data, logs, pids
+KAFKA_DIR="$RUN_DIR/kafka-cluster"                 # sandbox.processes.kafka's run folder: configs, data, logs, pids
 KAFKA_STARTED_MARK="$RUN_DIR/kafka.started-by-run"
 REAL_ZK="127.0.0.1:${ZK_PORT}/keel-real"
 case "$KAFKA" in
@@ -42,16 +42,16 @@ stop_controller() {
     rm -f "$CONTROLLER_PID"
 }
 
-# The real brokers, by the PIDs in their run folder (core.sandbox.kafka checks each is still that broker's JVM):
+# The real brokers, by the PIDs in their run folder (sandbox.processes.kafka checks each is still that broker's JVM):
 # controlled shutdown, then SIGKILL. Only a cluster this script started (a previous run's, after a crash, too).
 stop_kafka() {
     [ -f "$KAFKA_STARTED_MARK" ] || return 0
-    "$PY" -m core kafka down --dir "$KAFKA_DIR" || true
+    "$PY" -m sandbox kafka down --dir "$KAFKA_DIR" || true
     rm -f "$KAFKA_STARTED_MARK"
 }
 
 stop_zk() {
-    "$PY" -m core.sandbox.zkserver stop --dir "$ZK_DIR"
+    "$PY" -m sandbox.processes.zkserver stop --dir "$ZK_DIR"
     rm -f "$ZK_STARTED_MARK"
 }
 
@@ -65,11 +65,11 @@ fi
 mkdir -p "$RUN_DIR"
 
 # 1. ZooKeeper (leave a server someone else started running when we are done)
-if "$PY" -m core.sandbox.zkserver status --dir "$ZK_DIR" >/dev/null 2>&1; then
+if "$PY" -m sandbox.processes.zkserver status --dir "$ZK_DIR" >/dev/null 2>&1; then
     echo "ZooKeeper already running from $ZK_DIR; it will be left running"
-    "$PY" -m core.sandbox.zkserver start --port "$ZK_PORT" --dir "$ZK_DIR"   # fails if it runs on another port
+    "$PY" -m sandbox.processes.zkserver start --port "$ZK_PORT" --dir "$ZK_DIR"   # fails if it runs on another port
 else
-    "$PY" -m core.sandbox.zkserver start --port "$ZK_PORT" --dir "$ZK_DIR"
+    "$PY" -m sandbox.processes.zkserver start --port "$ZK_PORT" --dir "$ZK_DIR"
     touch "$ZK_STARTED_MARK"
 fi
 
@@ -118,8 +118,8 @@ if [ "$KAFKA" = "real" ]; then
     # 2r. Real brokers: Apache Kafka's jars (fetched once into RUN_DIR/kafka/<version>), 3 brokers in their own
     #     chroot, started in the background (their own session: Ctrl-C reaches this script, which stops them).
     scripts/kafka.sh fetch
-    if ! "$PY" -m core kafka status --dir "$KAFKA_DIR" >/dev/null 2>&1; then touch "$KAFKA_STARTED_MARK"; fi
-    up="$("$PY" -m core kafka up --zk "$REAL_ZK" --dir "$KAFKA_DIR" --brokers 3)"
+    if ! "$PY" -m sandbox kafka status --dir "$KAFKA_DIR" >/dev/null 2>&1; then touch "$KAFKA_STARTED_MARK"; fi
+    up="$("$PY" -m sandbox kafka up --zk "$REAL_ZK" --dir "$KAFKA_DIR" --brokers 3)"
     echo "$up"
     BOOTSTRAP="$(sed -n 's/^bootstrap servers: //p' <<<"$up")"
 
@@ -164,7 +164,7 @@ if [ "$KAFKA" = "real" ]; then
         sizes+=(--topic "$t:$b")
     done
     if [ ${#sizes[@]} -gt 0 ]; then "$PY" -m core.kafka.demo --bootstrap-server "$BOOTSTRAP" "${sizes[@]}"; fi
-    "$PY" -m core kafka broker stop 3 --dir "$KAFKA_DIR"
+    "$PY" -m sandbox kafka broker stop 3 --dir "$KAFKA_DIR"
 else
 # 2. The dashboard's cluster list: KEEL_CONFIG if set, else keel.toml (its demo cluster assumes port 2181).
 if [ -z "${KEEL_CONFIG:-}" ]; then
@@ -179,13 +179,13 @@ export KEEL_CONFIG
 echo "cluster config: $KEEL_CONFIG"
 
 # 3. Seed the simulated Kafka cluster.
-"$PY" -m core sandbox up --zk "$ZK" --demo --keep-existing
+"$PY" -m sandbox up --zk "$ZK" --demo --keep-existing
 
 # 4. Controller emulator in the background. ZooKeeper credentials, if any, reach it (and `sandbox up` above)
 #    through the environment ($KEEL_ZK_DIGEST) or a file (--zk-digest-file), never as --zk-digest: a command
 #    line is readable by every user of the machine (ps, /proc/PID/cmdline) for as long as the process runs.
 stop_controller
-nohup "$PY" -m core sandbox controller --zk "$ZK" >>"$CONTROLLER_LOG" 2>&1 &
+nohup "$PY" -m sandbox controller --zk "$ZK" >>"$CONTROLLER_LOG" 2>&1 &
 echo $! > "$CONTROLLER_PID"
 echo "controller emulator running (pid $(cat "$CONTROLLER_PID"), log $CONTROLLER_LOG)"
 fi

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from core.sandbox import zkserver
+from sandbox.processes import zkserver
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"

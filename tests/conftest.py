@@ -19,7 +19,7 @@ import uuid
 import pytest
 from kazoo.client import KazooClient
 
-from core.sandbox import zkserver
+from sandbox.processes import zkserver
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox import zkserver
+from sandbox.processes import zkserver
 from tests.sandbox_helpers import wait_until
 
 SESSION_TIMEOUT = 4.0  # seconds: the server caps every session to this

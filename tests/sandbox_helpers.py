@@ -19,9 +19,9 @@ from typing import Callable, Iterator, TypeVar
 import pytest
 
 from core.model import ClusterSnapshot
-from core.sandbox.brokers import BrokerChange, start_broker, stop_broker
-from core.sandbox.controller import ControllerEmulator
-from core.sandbox.seed import SandboxSpec, SeedResult, seed_cluster
+from sandbox.emulator.brokers import BrokerChange, start_broker, stop_broker
+from sandbox.emulator.controller import ControllerEmulator
+from sandbox.seed import SandboxSpec, SeedResult, seed_cluster
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 

@@ -36,7 +36,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import zkformat as zf
-from core.sandbox.zkserver import free_port
+from sandbox.processes.zkserver import free_port
 from core.topics import draft_create_topic
 from core.zk.session import ZkSession
 from dashboard.reassign import plan_view as rs

@@ -19,7 +19,7 @@ from kazoo.security import make_digest_acl
 
 from core import zkformat as zf
 from core.cli import main
-from core.sandbox.seed import EMULATOR, SandboxSpec, seed_cluster
+from sandbox.seed import EMULATOR, SandboxSpec, seed_cluster
 from core.zk.session import ZkSession, ZkSettings
 from tests.sandbox_helpers import wait_until
 
@@ -133,14 +133,14 @@ def test_malformed_environment_digest_is_not_echoed(capsys, monkeypatch):
 
 def test_make_run_passes_no_secret_on_a_command_line():
     script = (ROOT / "scripts" / "run.sh").read_text()
-    commands = [line for line in script.splitlines() if "-m core" in line and not line.lstrip().startswith("#")]
+    commands = [line for line in script.splitlines() if ("-m core" in line or "-m sandbox" in line) and not line.lstrip().startswith("#")]
     assert commands and not any("--zk-digest" in line and "--zk-digest-file" not in line for line in commands)
 
 
 def test_sandbox_controller_child_gets_the_secret_from_the_environment(protected):
-    # Started the way scripts/run.sh starts it: `python -m core sandbox controller --zk $ZK`, credentials inherited.
+    # Started the way scripts/run.sh starts it: `python -m sandbox controller --zk $ZK`, credentials inherited.
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KEEL_ZK_DIGEST": DIGEST}
-    proc = subprocess.Popen([sys.executable, "-m", "core", "sandbox", "controller", "--zk", protected],
+    proc = subprocess.Popen([sys.executable, "-m", "sandbox", "controller", "--zk", protected],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         with ZkSession.open(ZkSettings(connect=protected, digest=DIGEST)) as zk:

@@ -20,8 +20,8 @@ from core import health
 from core import zkformat as zf
 from core.config import load_config
 from core.model import NO_LEADER, ClusterSnapshot
-from core.sandbox import zkserver
-from core.sandbox.seed import SandboxSpec, seed_cluster
+from sandbox.processes import zkserver
+from sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.session import ZkSession
 from dashboard import frame
 from dashboard.text import unescape

@@ -12,7 +12,7 @@ import json
 import shlex
 
 from core import zkformat as zf
-from core.sandbox.seed import SandboxSpec
+from sandbox.seed import SandboxSpec
 from dashboard import actions
 from dashboard.reassign import plan_view as rs
 from tests.sandbox_helpers import running_sandbox, wait_until

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from core.sandbox.seed import SandboxSpec
+from sandbox.seed import SandboxSpec
 from core.zk.session import ZkSession
 from tests.sandbox_helpers import running_sandbox
 from tests.test_dashboard_apptest import app, fresh_connections, table_with, texts, write_config  # noqa: F401

@@ -22,8 +22,8 @@ from core import zkformat as zf
 from core.balance import STRATEGIES, PlanRequest
 from core.model import ClusterSnapshot
 from core.plans import parse_reassignment
-from core.sandbox.controller import ControllerEmulator
-from core.sandbox.seed import SandboxSpec, seed_cluster
+from sandbox.emulator.controller import ControllerEmulator
+from sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.reassign import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED
 from core.zk.session import ZkSession
 from dashboard.reassign import plan_view as rs

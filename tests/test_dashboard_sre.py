@@ -17,7 +17,7 @@ from core.balance import STRATEGIES, PlanRequest
 from core.cli import main
 from core.errors import RiskNotAcceptedError
 from core.plans import ReassignmentEntry, ReassignmentPlan
-from core.sandbox.seed import SandboxSpec
+from sandbox.seed import SandboxSpec
 from core.topics import TOPIC_CONFIGS
 from core.zk import reassign
 from core.zk.session import ZkSession

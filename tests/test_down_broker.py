@@ -14,7 +14,7 @@ import pytest
 
 from core import zkformat as zf
 from core.model import Broker, ClusterSnapshot, Partition, Topic
-from core.sandbox.seed import SandboxSpec
+from sandbox.seed import SandboxSpec
 from core.shares import even_share
 from core.zk.session import ZkSession
 from core.zk.watcher import LiveCluster

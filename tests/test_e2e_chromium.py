@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox.seed import SandboxSpec
+from sandbox.seed import SandboxSpec
 from tests.browser import CHROMEDRIVER, CHROMIUM, DashboardDidNotStart, chromium, serve_dashboard  # noqa: F401
 from tests.sandbox_helpers import running_sandbox
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from core import elections
-from core.sandbox.seed import SandboxSpec
+from sandbox.seed import SandboxSpec
 from tests.sandbox_helpers import running_sandbox
 from tests.test_e2e_chromium import browser, serve  # noqa: F401  (browser: fixture)
 

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from core.sandbox.seed import SandboxSpec
+from sandbox.seed import SandboxSpec
 from tests.browser import CHROMEDRIVER, CHROMIUM, DashboardDidNotStart, chromium, serve_dashboard
 from tests.sandbox_helpers import running_sandbox, wait_until
 

@@ -7,12 +7,12 @@ import pytest
 
 from core.assignment import assign_replicas
 from core.cli import main
-from core.sandbox.controller import ControllerEmulator
+from sandbox.emulator.controller import ControllerEmulator
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.kafka_tree import write_cluster, write_topic
 from tests.sandbox_helpers import wait_until
-from core.sandbox.brokers import start_broker, stop_broker
+from sandbox.emulator.brokers import start_broker, stop_broker
 
 PLACEMENT = assign_replicas([(b, None) for b in range(8)], 8, 3, fixed_start_index=1)
 

@@ -1,6 +1,6 @@
 """Issue 19, item 2: ZooKeeper failing in the middle of Keel's work, with real servers and real `python -m core`.
 
-Every test runs ZooKeeper servers of its own (core.sandbox.zkserver / zkensemble; the session's shared server is
+Every test runs ZooKeeper servers of its own (sandbox.processes.zkserver / zkensemble; the session's shared server is
 left alone), started with a short session timeout (SESSION_TIMEOUT) so that outages past it are quick.
 
 1. ZooKeeper stopped while a write is on its way, with the pause hook of core.zk.faults (the CLI stops right
@@ -35,10 +35,10 @@ import pytest
 
 from core import zkformat as zf
 from core.model import ClusterSnapshot
-from core.sandbox import zkserver
-from core.sandbox.seed import SandboxSpec, seed_cluster
-from core.sandbox.zkensemble import Ensemble, start_ensemble
-from core.sandbox.znodes import EMULATOR, decode_status
+from sandbox.processes import zkserver
+from sandbox.seed import SandboxSpec, seed_cluster
+from sandbox.processes.zkensemble import Ensemble, start_ensemble
+from sandbox.emulator.znodes import EMULATOR, decode_status
 from core.store import Store
 from core.zk.reader import read_snapshot
 from core.zk.reconcile import reconcile_pending
@@ -331,7 +331,7 @@ def complete(snap: ClusterSnapshot, topics: int) -> bool:
 
 def start_controller(connect: str, log_path: Path) -> subprocess.Popen:
     with open(log_path, "w") as log:
-        return subprocess.Popen([sys.executable, "-m", "core", "sandbox", "controller", "--zk", connect],
+        return subprocess.Popen([sys.executable, "-m", "sandbox", "controller", "--zk", connect],
                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
 

@@ -1,11 +1,13 @@
 """The shape of the code, enforced: who may import what (read from every module's AST, nothing imported).
 
-- kazoo only in core/zk (and the sandbox's ZooKeeper server manager); pyspark only in core/fleet; streamlit only
-  in dashboard/; kafka-python (`kafka`) only in core/kafka;
+- kazoo only in core/zk and sandbox/; pyspark only in core/fleet; streamlit only in dashboard/; kafka-python
+  (`kafka`) only in core/kafka;
 - the pure modules (model, errors, zkformat, assignment, topics, health, elections, plans, balance) import no
   I/O library and open no file;
 - core never imports dashboard; pure modules never import the adapters (core.zk, core.store, core.fleet,
-  core.sandbox, core.cli); dashboard views import no CLI module; dashboard helpers marked pure import no core.zk;
+  core.cli); dashboard views import no CLI module; dashboard helpers marked pure import no core.zk;
+- what ships (core, dashboard) never imports the sandbox (sandbox/: make run, tests, benches); the sandbox may
+  import core; its argparse is all in sandbox/cli.py, but for zkserver's (standard library only);
 - no import cycles between modules (function-level imports included: a cycle is a cycle even when deferred);
 - no file outside tests over 600 lines.
 """
@@ -13,15 +15,16 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "dashboard")
+PACKAGES = ("core", "dashboard", "sandbox")
 PURE = ("core.model", "core.errors", "core.zkformat", "core.assignment", "core.topics", "core.health",
         "core.elections", "core.plans", "core.balance", "core.numbers", "core.broker_defaults", "core.shares")
-ADAPTERS = ("core.zk", "core.store", "core.fleet", "core.sandbox", "core.cli", "core.config", "core.kafka")
+ADAPTERS = ("core.zk", "core.store", "core.fleet", "core.cli", "core.config", "core.kafka")
 IO_MODULES = {"os", "socket", "subprocess", "sqlite3", "shutil", "tempfile", "urllib", "http", "requests",
               "threading", "multiprocessing", "kazoo", "pyspark", "streamlit", "kafka", "pathlib", "time"}
 MAX_LINES = 600
@@ -90,10 +93,10 @@ def internal(names: set[str]) -> set[str]:
 
 
 @pytest.mark.parametrize("library, allowed", [
-    ("kazoo", ("core.zk", "core.sandbox.zkserver")),
+    ("kazoo", ("core.zk", "sandbox")),
     ("pyspark", ("core.fleet",)),
     ("streamlit", ("dashboard",)),
-    ("kafka", ("core.kafka",)),  # kafka-python (tests/ may use it too: only core/ and dashboard/ are scanned)
+    ("kafka", ("core.kafka",)),  # kafka-python (tests/ may use it too: only core/, dashboard/, sandbox/ are scanned)
 ])
 def test_third_party_libraries_stay_in_their_package(library, allowed):
     offenders = sorted(m for m, deps in IMPORTS.items()
@@ -124,11 +127,44 @@ def test_core_never_imports_the_dashboard():
 
 
 def test_the_engine_never_imports_the_cli():
-    """Every argparse definition lives in core/cli (issue 25): the engine's packages never import it back."""
+    """Every argparse definition of Keel lives in core/cli (issue 25): the engine's packages never import it back.
+    (The sandbox's argparse is sandbox/cli.py: not Keel's CLI.)"""
     offenders = sorted(m for m, deps in IMPORTS.items() if within(m, ("core",))
-                       and not within(m, ("core.cli", "core.__main__", "core.sandbox"))
+                       and not within(m, ("core.cli", "core.__main__"))
                        and any(within(d, ("core.cli",)) for d in internal(deps)))
     assert offenders == []
+
+
+def test_what_ships_never_imports_the_sandbox():
+    """Keel is core and dashboard (pyproject's packages); the sandbox runs Keel for make run, tests and benches."""
+    offenders = sorted(m for m, deps in IMPORTS.items() if within(m, ("core", "dashboard"))
+                       and any(within(d, ("sandbox",)) for d in deps))
+    assert offenders == []
+
+
+def test_the_sandbox_argparse_is_in_one_module():
+    """Every argparse of the sandbox is in sandbox/cli.py, but for zkserver's own (standard library only: the
+    Makefile runs it with the system python before the venv exists)."""
+    parsers = sorted(m for m, deps in IMPORTS.items() if within(m, ("sandbox",)) and "argparse" in deps)
+    assert parsers == ["sandbox.cli", "sandbox.processes.zkserver"]
+
+
+def test_zkserver_runs_on_the_standard_library():
+    """`$(ZKPY) -m sandbox.processes.zkserver` runs before the venv exists: it, its packages and what it imports
+    of ours use the standard library only."""
+    chain = ["sandbox", "sandbox.processes", "sandbox.processes.zkserver"]
+    seen, todo = set(), list(chain)
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        for d in IMPORTS[m]:
+            if d.split(".")[0] in sys.stdlib_module_names:
+                continue
+            own = internal({d})
+            assert own and all(within(o, ("sandbox.processes",)) for o in own), (m, d)
+            todo.extend(own)
 
 
 def test_views_import_no_cli_and_pure_dashboard_helpers_no_zookeeper():

@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from core import health
 from core.config import ClusterConfig, load_config
 from core.model import ClusterSnapshot
-from core.sandbox.seed import SandboxSpec
+from sandbox.seed import SandboxSpec
 from core.zk.live import Connection
 from dashboard import charts, frame
 from tests.sandbox_helpers import running_sandbox, wait_until

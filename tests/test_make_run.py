@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox import zkserver
+from sandbox.processes import zkserver
+from sandbox.processes.pids import pid_alive
 from core.zk.session import ZkSession
 from tests.sandbox_helpers import wait_until
 
@@ -23,15 +24,6 @@ def _listening(port: int) -> bool:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0) until its parent reaps it
-    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    return state != "Z"
 
 
 def _health(port: int) -> str:
@@ -63,7 +55,7 @@ def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
             wait_until(lambda: zk.get("/controller").exists, 60, message="the emulator's /controller")
         assert f"127.0.0.1:{zk_port}/keel-demo" in (run_dir / "keel.toml").read_text()
         controller = int((run_dir / "controller.pid").read_text())
-        assert _alive(controller)
+        assert pid_alive(controller)
 
         if ending == "ctrl-c":  # the terminal signals the whole foreground group
             os.killpg(make.pid, signal.SIGINT)
@@ -76,7 +68,7 @@ def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
         make.wait(timeout=30)
 
         wait_until(lambda: not _listening(http_port), 30, message="the dashboard to stop")
-        wait_until(lambda: not _alive(controller), 30, message="the controller emulator to stop")
+        wait_until(lambda: not pid_alive(controller), 30, message="the controller emulator to stop")
         wait_until(lambda: not _listening(zk_port), 30, message="ZooKeeper to stop")
         # run.sh outlives a killed make for a moment: its bookkeeping goes last
         wait_until(lambda: not (run_dir / "controller.pid").exists(), 30, message="controller.pid to go")
@@ -88,5 +80,5 @@ def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
             pass
         make.wait(timeout=30)
         log.close()
-        subprocess.run([sys.executable, "-m", "core.sandbox.zkserver", "stop", "--dir", str(run_dir / "zk")],
+        subprocess.run([sys.executable, "-m", "sandbox.processes.zkserver", "stop", "--dir", str(run_dir / "zk")],
                        cwd=REPO, capture_output=True)

@@ -4,8 +4,8 @@ import json
 import re
 
 from core.cli import main
-from core.sandbox.controller import ControllerEmulator
-from core.sandbox.seed import SandboxSpec, seed_cluster
+from sandbox.emulator.controller import ControllerEmulator
+from sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.sandbox_helpers import wait_until

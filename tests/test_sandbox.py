@@ -19,13 +19,13 @@ import pytest
 
 from core import zkformat as zf
 from core.assignment import assign_replicas
-from core.cli import main as cli_main
+from sandbox.cli import main as sandbox_main
 from core.errors import KeelError
 from core.model import NO_LEADER, PartitionState
-from core.sandbox import controller as c
-from core.sandbox.brokers import SandboxControllerNotRunning, start_broker, stop_broker
-from core.sandbox.controller import ControllerActiveError, ControllerEmulator
-from core.sandbox.seed import (
+from sandbox.emulator import controller as c
+from sandbox.emulator.brokers import SandboxControllerNotRunning, start_broker, stop_broker
+from sandbox.emulator.controller import ControllerActiveError, ControllerEmulator
+from sandbox.seed import (
     EMULATOR,
     INTENTS,
     OFFSETS_TOPIC,
@@ -498,30 +498,30 @@ def test_demo_shows_something_on_every_page(zk):
 
 
 def test_cli_up_and_broker_errors(zk_connect, capsys):
-    assert cli_main(["sandbox", "up", "--zk", zk_connect, "--brokers", "4", "--racks", "2", "--topics", "3"]) == 0
+    assert sandbox_main(["up", "--zk", zk_connect, "--brokers", "4", "--racks", "2", "--topics", "3"]) == 0
     assert "seeded 4 brokers, 4 topics" in capsys.readouterr().out
-    assert cli_main(["sandbox", "up", "--zk", zk_connect]) == 1
+    assert sandbox_main(["up", "--zk", zk_connect]) == 1
     assert "already holds a Kafka tree" in capsys.readouterr().err
-    assert cli_main(["sandbox", "up", "--zk", zk_connect, "--demo", "--force"]) == 0
+    assert sandbox_main(["up", "--zk", zk_connect, "--demo", "--force"]) == 0
     assert "down:" in capsys.readouterr().out
-    assert cli_main(["sandbox", "broker", "stop", "3", "--zk", zk_connect]) == 1
-    assert "python -m core sandbox controller --zk" in capsys.readouterr().err
-    assert cli_main(["sandbox", "up", "--zk", zk_connect, "--brokers", "0"]) == 1
+    assert sandbox_main(["broker", "stop", "3", "--zk", zk_connect]) == 1
+    assert "python -m sandbox controller --zk" in capsys.readouterr().err
+    assert sandbox_main(["up", "--zk", zk_connect, "--brokers", "0"]) == 1
 
 
 def test_cli_controller_runs_until_sigterm(zk_connect, capsys):
-    assert cli_main(["sandbox", "up", "--zk", zk_connect, "--brokers", "4", "--racks", "2", "--topics", "3"]) == 0
+    assert sandbox_main(["up", "--zk", zk_connect, "--brokers", "4", "--racks", "2", "--topics", "3"]) == 0
     capsys.readouterr()
-    proc = subprocess.Popen([sys.executable, "-m", "core", "sandbox", "controller", "--zk", zk_connect],
+    proc = subprocess.Popen([sys.executable, "-m", "sandbox", "controller", "--zk", zk_connect],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         with ZkSession.open(zk_connect) as zk:
             wait_until(lambda: zk.exists(EMULATOR) and len(zk.children(zf.BROKER_IDS)) == 4, timeout=30,
                        message="the controller process")
-        assert cli_main(["sandbox", "broker", "stop", "2", "--zk", zk_connect]) == 0
+        assert sandbox_main(["broker", "stop", "2", "--zk", zk_connect]) == 0
         assert capsys.readouterr().out.strip() == "broker 2 stopped"
-        assert cli_main(["sandbox", "broker", "start", "2", "--zk", zk_connect]) == 0
+        assert sandbox_main(["broker", "start", "2", "--zk", zk_connect]) == 0
         assert capsys.readouterr().out.strip() == "broker 2 started"
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
@@ -536,3 +536,28 @@ def test_cli_controller_runs_until_sigterm(zk_connect, capsys):
     assert out.strip().endswith("controller emulator stopped")
     with ZkSession.open(zk_connect) as zk:
         assert zk.children(zf.BROKER_IDS) == [] and not zk.exists(EMULATOR)
+
+
+def test_every_sandbox_command_is_python_m_sandbox_and_documents_its_exit_statuses(capsys):
+    # Issue 25: the sandbox's commands left `python -m core` for `python -m sandbox`; --help keeps the statuses.
+    from core.cli.app import build_parser as core_parser
+    from core.cli.exits import commands, statuses
+    from sandbox.cli import SPECIFIC, build_parser
+
+    every = commands(build_parser())
+    assert set(every) == {"up", "controller", "broker", "kafka up", "kafka down", "kafka status", "kafka broker"}
+    assert not {"sandbox", "kafka"} & {name.split()[0] for name in commands(core_parser())}
+    for name in every:
+        with pytest.raises(SystemExit) as e:
+            sandbox_main([*name.split(), "--help"])
+        assert e.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert text.startswith("usage: python -m sandbox ")
+        for code, meaning in statuses(name, SPECIFIC).items():
+            assert f" {code} {' '.join(meaning.split())}" in text, (name, code)
+    assert "3 a broker of the local cluster is not running" in statuses("kafka status", SPECIFIC)[3]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "`kafka status` adds 3 (a broker of the local cluster is not running)" in readme
+    proc = subprocess.run([sys.executable, "-m", "sandbox", "kafka", "status", "--dir", "/nonexistent/keel"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr.startswith("error: "), proc.stderr

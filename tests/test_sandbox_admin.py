@@ -14,17 +14,17 @@ import pytest
 
 from core import zkformat as zf
 from core.assignment import assign_replicas
-from core.cli import build_parser
-from core.cli import main as cli_main
+from sandbox.cli import build_parser
+from sandbox.cli import main as sandbox_main
 from core.errors import KeelError
 from core.model import NO_LEADER, PartitionState, TopicPartitionReplicas
-from core.sandbox import controller as c
-from core.sandbox import deletion as dl
-from core.sandbox import election as el
-from core.sandbox import reassign as ra
-from core.sandbox.brokers import start_broker, stop_broker
-from core.sandbox.controller import ControllerEmulator
-from core.sandbox.seed import SandboxSpec, seed_cluster
+from sandbox.emulator import controller as c
+from sandbox.emulator import deletion as dl
+from sandbox.emulator import election as el
+from sandbox.emulator import reassign as ra
+from sandbox.emulator.brokers import start_broker, stop_broker
+from sandbox.emulator.controller import ControllerEmulator
+from sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.sandbox_helpers import wait_until
@@ -533,7 +533,7 @@ def test_auto_rebalance_restores_preferred_leaders_after_a_restart(zk):
 
 
 def test_controller_cli_options(zk_connect, monkeypatch):
-    args = build_parser().parse_args(["sandbox", "controller", "--zk", zk_connect, "--auto-leader-rebalance",
+    args = build_parser().parse_args(["controller", "--zk", zk_connect, "--auto-leader-rebalance",
                                       "--leader-imbalance-check-interval", "2", "--reassign-time-scale", "0.5",
                                       "--leader-imbalance-percentage", "20", "--no-topic-deletion"])
     assert args.auto_leader_rebalance and args.leader_imbalance_check_interval == 2.0
@@ -553,7 +553,7 @@ def test_controller_cli_options(zk_connect, monkeypatch):
             pass
 
     monkeypatch.setattr(c, "ControllerEmulator", Fake)
-    assert cli_main(["sandbox", "controller", "--zk", zk_connect, "--auto-leader-rebalance",
+    assert sandbox_main(["controller", "--zk", zk_connect, "--auto-leader-rebalance",
                      "--leader-imbalance-check-interval", "2", "--reassign-time-scale", "0.5"]) == 0
     assert seen["auto_leader_rebalance"] is True and seen["leader_imbalance_check_interval_seconds"] == 2.0
     assert seen["time_scale"] == 0.5 and seen["delete_topic_enable"] is True

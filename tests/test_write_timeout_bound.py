@@ -20,7 +20,7 @@ import time
 import pytest
 
 from core import zkformat as zf
-from core.sandbox import zkserver
+from sandbox.processes import zkserver
 from core.store import Store
 from core.zk.reconcile import SETTLE_SYNC_TIMEOUT, reconcile_pending
 from core.zk.session import CLOSE_TIMEOUT, ZkSession

@@ -22,7 +22,7 @@ from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, make_digest_acl
 from core import zkformat as zf
 from core.cli import main
 from core.errors import ZooKeeperAuthError
-from core.sandbox import zkserver
+from sandbox.processes import zkserver
 from core.store import Store
 from core.zk.session import TlsOptions, ZkSession, ZkSettings
 from core.zk.wire import WireReader, WireSettings

@@ -8,7 +8,7 @@ checks that something that changed during or after the outage shows up within se
 - the live view (core.zk.watcher.LiveCluster) and the dashboard's Connection (dashboard/frame.py): a topic
   created afterwards by another client, and a broker whose process died during the outage (its ephemeral
   registration goes when its session ends), with the status saying it re-read the cluster;
-- the sandbox controller emulator as a real `python -m core sandbox controller` process: a topic created
+- the sandbox controller emulator as a real `python -m sandbox controller` process: a topic created
   through ZooKeeper afterwards gets its partition states, and the process is still running.
 
 Each outage test runs its own ZooKeeper (the session-wide one is shared by other tests), started with a
@@ -38,8 +38,8 @@ from streamlit.testing.v1 import AppTest
 from core import zkformat as zf
 from core.config import ClusterConfig
 from core.errors import ZooKeeperUnreachableError
-from core.sandbox.controller import ControllerEmulator
-from core.sandbox.seed import EMULATOR, SandboxSpec, decode_status, seed_cluster
+from sandbox.emulator.controller import ControllerEmulator
+from sandbox.seed import EMULATOR, SandboxSpec, decode_status, seed_cluster
 from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
 from dashboard import frame
@@ -160,7 +160,7 @@ def render_banner(conn: frame.Connection) -> tuple[str, str]:
 
 def start_controller(connect: str, log_path: Path) -> subprocess.Popen:
     log = open(log_path, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "core", "sandbox", "controller", "--zk", connect],
+    proc = subprocess.Popen([sys.executable, "-m", "sandbox", "controller", "--zk", connect],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     log.close()
     return proc

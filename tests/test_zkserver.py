@@ -1,4 +1,4 @@
-"""core.sandbox.zkserver against real ZooKeeper processes, and the session fixtures built on it."""
+"""sandbox.processes.zkserver against real ZooKeeper processes, and the session fixtures built on it."""
 
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox import zkserver
+from sandbox.processes import zkserver
+from sandbox.processes.pids import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _cli(*args: str, env: dict | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "core.sandbox.zkserver", *args],
+        [sys.executable, "-m", "sandbox.processes.zkserver", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -27,16 +28,6 @@ def _cli(*args: str, env: dict | None = None, timeout: float = 90) -> subprocess
         env={**os.environ, **(env or {})},
     )
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture
@@ -84,7 +75,7 @@ def test_start_stop_lifecycle(zk_dir: Path):
     assert st["connect"] == zk.connect
 
     assert zk.stop() is True
-    assert not _alive(zk.pid)
+    assert not pid_alive(zk.pid)
     assert not zkserver.is_running(zk_dir)
     assert not (zk_dir / "zk.pid").exists()
     assert zkserver.four_letter_word(port, "ruok") is None
@@ -123,7 +114,7 @@ def test_start_again_same_dir_same_port_reuses_the_server(zk_dir: Path):
         pass
     assert zkserver.is_running(zk_dir)
     first.stop()
-    assert not _alive(first.pid)
+    assert not pid_alive(first.pid)
 
 
 def test_same_dir_other_port_is_refused(zk_dir: Path):
@@ -192,7 +183,7 @@ def test_sigkill_fallback_when_sigterm_is_not_enough(zk_dir: Path):
     t0 = time.monotonic()
     assert zkserver.stop(zk_dir, timeout=1) is True
     assert time.monotonic() - t0 < 15
-    assert not _alive(zk.pid)
+    assert not pid_alive(zk.pid)
 
 
 def test_cli_start_status_stop(zk_dir: Path):
@@ -202,7 +193,7 @@ def test_cli_start_status_stop(zk_dir: Path):
     assert f"started on 127.0.0.1:{port}" in r.stdout
     pid = int((zk_dir / "zk.pid").read_text())
     # the CLI has exited; the server lives on, detached in its own session
-    assert _alive(pid) and zkserver.ruok(port)
+    assert pid_alive(pid) and zkserver.ruok(port)
     assert os.getsid(pid) == pid != os.getsid(0)
 
     r = _cli("start", "--port", str(port), "--dir", str(zk_dir))
@@ -216,7 +207,7 @@ def test_cli_start_status_stop(zk_dir: Path):
 
     r = _cli("stop", "--dir", str(zk_dir))
     assert r.returncode == 0 and "stopped" in r.stdout
-    assert not _alive(pid)
+    assert not pid_alive(pid)
 
     r = _cli("stop", "--dir", str(zk_dir))
     assert r.returncode == 0 and "not running" in r.stdout

@@ -1,6 +1,6 @@
 """The command line, one module per subject: `common` (options and session opening shared by every command),
 `io` (input files and outputs), `cluster` (describe, snapshot, assign), `topics`, `leaders`, `reassign`; `app`
-builds the parser. The fleet and sandbox commands live beside their engines and register here too.
+builds the parser. The fleet commands register here too (the sandbox's are `python -m sandbox`: sandbox/cli.py).
 """
 
 from __future__ import annotations

@@ -8,20 +8,16 @@ for the few commands that answer "not yet" or "not safe" (core.cli.exits: every 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from core.cli import cluster, exits, leaders, ops, reassign, topics
-from core.cli.common import quiet_kazoo
-from core.errors import KeelError
+from core.cli.common import run_command
 from core.cli import fleet as fleet_commands
-from core.sandbox import commands as sandbox_commands
-from core.sandbox import kafka_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="Keel: a console for ZooKeeper-mode Kafka.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (cluster, topics, leaders, reassign, fleet_commands, sandbox_commands, kafka_commands):
+    for module in (cluster, topics, leaders, reassign, fleet_commands):
         module.register(sub)
     ops.register(sub)  # issue 18: capacity, racks, rolling restarts, JBOD, state changes, consumer groups, migration
     exits.add_epilogs(parser)
@@ -30,12 +26,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        with quiet_kazoo():  # every write goes through core.gate (core.cli.common.write_session)
-            return args.func(args)
-    except KeelError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return run_command(parser.parse_args(argv))

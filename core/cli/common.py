@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from core.cli.argtypes import CONNECT, REQUEST, seconds
-from core.errors import SecretError, ValidationError
+from core.errors import KeelError, SecretError, ValidationError
 
 if TYPE_CHECKING:
     from core.store import Store
@@ -183,6 +183,19 @@ def quiet_kazoo(level: int = logging.CRITICAL) -> Iterator[None]:
     finally:
         for log, was in zip(loggers, saved):
             log.setLevel(was)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed command (`args.func`) with kazoo quiet: 1 and `error: ...` on stderr for a KeelError, 130 when
+    interrupted. `python -m core` and `python -m sandbox` both end here, so their statuses agree."""
+    try:
+        with quiet_kazoo():  # every write goes through core.gate (core.cli.common.write_session)
+            return args.func(args)
+    except KeelError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 

@@ -31,13 +31,13 @@ SPECIFIC: dict[str, dict[int, str]] = {
                       3: "not safe to stop it now (after --wait seconds, when given)"},
     "log-dirs-execute": {1: "also: a broker refused a move, or moves not finished within --timeout"},
     "fleet collect": {1: "also: a cluster could not be read (the others were collected)"},
-    "kafka status": {3: "a broker of the local cluster is not running"},
 }
 
 
-def statuses(command: str) -> dict[int, str]:
-    """Exit status -> meaning, for `command` ("verify", "fleet collect")."""
-    own = SPECIFIC.get(command, {})
+def statuses(command: str, specific: dict[str, dict[int, str]] = SPECIFIC) -> dict[int, str]:
+    """Exit status -> meaning, for `command` ("verify", "fleet collect"); `specific`: another CLI's table
+    (`python -m sandbox` has its own)."""
+    own = specific.get(command, {})
     out = {0: own.get(0, "done"), 1: ERROR + (f"; {own[1].removeprefix('also: ')}" if 1 in own else ""),
            2: USAGE}
     out.update((code, text) for code, text in own.items() if code not in (0, 1))
@@ -48,9 +48,9 @@ def statuses(command: str) -> dict[int, str]:
 HEADING = "exit status:"
 
 
-def epilog(command: str) -> str:
+def epilog(command: str, specific: dict[str, dict[int, str]] = SPECIFIC) -> str:
     """One line per status, under "exit status:"."""
-    return "\n".join([HEADING] + [f"  {code:<4} {text}" for code, text in statuses(command).items()])
+    return "\n".join([HEADING] + [f"  {code:<4} {text}" for code, text in statuses(command, specific).items()])
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -78,21 +78,21 @@ def commands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, arg
     return out
 
 
-def overview(parser: argparse.ArgumentParser) -> str:
+def overview(parser: argparse.ArgumentParser, specific: dict[str, dict[int, str]] = SPECIFIC) -> str:
     """For `python -m core --help`: the statuses every command shares, and which commands answer with 3."""
-    answering = [name for name in commands(parser) if 3 in statuses(name)]
+    answering = [name for name in commands(parser) if 3 in statuses(name, specific)]
     return "\n".join([HEADING, "  0    done", f"  1    {ERROR}", f"  2    {USAGE}",
                       f"  3    done, but the answer is no (not finished, not safe, not all elected): "
                       f"{', '.join(answering)}; each command's --help says what its statuses mean", f"  130  {INTERRUPTED}"])
 
 
-def add_epilogs(parser: argparse.ArgumentParser) -> None:
+def add_epilogs(parser: argparse.ArgumentParser, specific: dict[str, dict[int, str]] = SPECIFIC) -> None:
     """Each command's --help ends with its exit statuses; the top level's with what they share."""
-    parser.epilog, parser.formatter_class = overview(parser), _Formatter
+    parser.epilog, parser.formatter_class = overview(parser, specific), _Formatter
     for name, sub in commands(parser).items():
         if sub.epilog:  # not lost, but argparse has one epilog: ours goes last, in its own paragraph
             raise AssertionError(f"{name} has an epilog of its own: merge it into core.cli.exits")
-        sub.epilog, sub.formatter_class = epilog(name), _Formatter
+        sub.epilog, sub.formatter_class = epilog(name, specific), _Formatter
 
 
 __all__ = ["SPECIFIC", "add_epilogs", "commands", "epilog", "statuses"]

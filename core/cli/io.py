@@ -4,7 +4,7 @@ unreadable znodes of a snapshot named in errors.
 Every path problem becomes a typed error naming the file and the option (exit 1 with `error: ...`), checked
 before the work it would otherwise end: a missing output directory is found before a 200,000-partition
 cluster is read, an oversized input from its size before it is read. Imports nothing from core.cli, so that
-every command module (and core.fleet / core.sandbox commands) can use it without an import cycle.
+every command module (and the core.fleet and sandbox commands) can use it without an import cycle.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox import kafka as kafka_runner
+from sandbox.processes import kafka as kafka_runner
 from core.zk.session import ZkSession
 from tests.kafka.realkafka import RealKafka, compat_admin, kafka_version
 

@@ -24,8 +24,8 @@ import pytest
 
 from core import zkformat as zf
 from core.model import ClusterSnapshot
-from core.sandbox import kafka as kafka_runner
-from core.sandbox.kafka import KafkaCluster
+from sandbox.processes import kafka as kafka_runner
+from sandbox.processes.kafka import KafkaCluster
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 

@@ -5,7 +5,7 @@ Kafka's own ConfigCommand (`kafka-configs --describe --all`).
 
 One cluster for this module (its brokers need their own server.properties, which the package's shared cluster cannot
 take): 3 brokers with min.insync.replicas=2 and log.retention.hours=100 in server.properties, broker 3 with
-min.insync.replicas=3 instead; log.segment.delete.delay.ms=1000 comes with every sandbox broker (core.sandbox).
+min.insync.replicas=3 instead; log.segment.delete.delay.ms=1000 comes with every sandbox broker (sandbox.processes.kafka_setup).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import uuid
 
 import pytest
 
-from core.sandbox import kafka as kafka_runner
-from core.sandbox.kafka import KafkaCluster
+from sandbox.processes import kafka as kafka_runner
+from sandbox.processes.kafka import KafkaCluster
 from core.zk.session import ZkSession
 from tests.kafka.conftest import VERSION
 from tests.kafka.realkafka import (RealKafka, compat_admin, config_command, create_topic, eventually, keel_zk,

@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from core.sandbox import kafka as kafka_runner
+from sandbox.processes import kafka as kafka_runner
 from tests.kafka.conftest import VERSION
 from tests.kafka.realkafka import needs_kafka, tool_class
 from tests.test_dashboard_apptest import app, table_with, texts, write_config

@@ -39,7 +39,7 @@ import pytest
 from core import health
 from core import zkformat as zf
 from core.plans import ReassignStatus, parse_reassignment, reassignment_status
-from core.sandbox.kafka import version_at_least
+from sandbox.processes.kafka import version_at_least
 from core.store import Store
 from core.zk import reassign
 from core.zk.session import ZkSession

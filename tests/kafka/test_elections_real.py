@@ -23,7 +23,7 @@ import uuid
 
 from core import elections
 from core.model import NO_LEADER
-from core.sandbox.kafka import version_at_least
+from sandbox.processes.kafka import version_at_least
 from tests.kafka.realkafka import RealKafka, create_topic, eventually, keel_zk, leaders
 
 E1 = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2], 3: [2, 1, 3], 4: [3, 2, 1]}

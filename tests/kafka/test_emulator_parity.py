@@ -1,7 +1,7 @@
 """The controller emulator answers to Kafka: one scripted story on the real cluster and on a copy of its tree.
 
 The real cluster's chroot (brokers, topics, partition states, configs, /admin) is copied into a fresh chroot of the
-test ZooKeeper, where core.sandbox's ControllerEmulator plays the controller; then every step runs on both sides,
+test ZooKeeper, where sandbox.emulator's ControllerEmulator plays the controller; then every step runs on both sides,
 through the same code paths:
 
 1. kill -9 of a broker (the copy: its registration deleted, as `sandbox broker stop` does);
@@ -42,9 +42,9 @@ import pytest
 
 from core import zkformat as zf
 from core.plans import parse_reassignment
-from core.sandbox import brokers as sandbox_brokers
-from core.sandbox.controller import ControllerEmulator
-from core.sandbox.znodes import encode_intent, intent_path
+from sandbox.emulator import brokers as sandbox_brokers
+from sandbox.emulator.controller import ControllerEmulator
+from sandbox.emulator.znodes import encode_intent, intent_path
 from core.store import Store
 from core.topics import draft_add_partitions, draft_create_topic
 from core.zk import election, reassign, topic_admin

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.sandbox.kafka import BROKER_SETTINGS
+from sandbox.processes.kafka import BROKER_SETTINGS
 from core.zk.session import ZkSession
 from core.zk.watcher import LiveCluster
 from tests.kafka.realkafka import (RealKafka, assert_snapshot_matches_kafka, by_topic, describe_lines, run_filters,

@@ -17,8 +17,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from core.sandbox import kafka as kafka_runner
-from core.sandbox import zkserver
+from sandbox.processes import kafka as kafka_runner
+from sandbox.processes import zkserver
+from sandbox.processes.pids import pid_alive
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.kafka.realkafka import kafka_version
@@ -33,16 +34,6 @@ def _listening(port: int) -> bool:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _health(port: int) -> str:
@@ -85,7 +76,7 @@ def test_make_run_kafka_real_shows_real_brokers_and_leaves_nothing_behind(tmp_pa
         state = json.loads((cluster_dir / "cluster.json").read_text())
         assert state["zk_connect"] == f"127.0.0.1:{zk_port}/keel-real"
         pids = [b["pid"] for b in state["brokers"] if b["pid"]]
-        assert [b["id"] for b in state["brokers"] if b["pid"]] == [1, 2] and all(_alive(p) for p in pids)
+        assert [b["id"] for b in state["brokers"] if b["pid"]] == [1, 2] and all(pid_alive(p) for p in pids)
         assert not (run_dir / "controller.pid").exists()
         with ZkSession.open(f"127.0.0.1:{zk_port}/keel-real") as zk:
             assert sorted(zk.children("/brokers/ids")) == ["1", "2"]
@@ -109,7 +100,7 @@ def test_make_run_kafka_real_shows_real_brokers_and_leaves_nothing_behind(tmp_pa
         os.killpg(make.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
         make.wait(timeout=60)
         wait_until(lambda: not _listening(http_port), 30, message="the dashboard to stop")
-        wait_until(lambda: not any(_alive(p) for p in pids), 45, message="the Kafka brokers to stop")
+        wait_until(lambda: not any(pid_alive(p) for p in pids), 45, message="the Kafka brokers to stop")
         wait_until(lambda: not _listening(zk_port), 30, message="ZooKeeper to stop")
         wait_until(lambda: not (run_dir / "kafka.started-by-run").exists(), 30, message="kafka.started-by-run to go")
         wait_until(lambda: not (run_dir / "zk.started-by-run").exists(), 30, message="zk.started-by-run to go")
@@ -123,7 +114,7 @@ def test_make_run_kafka_real_shows_real_brokers_and_leaves_nothing_behind(tmp_pa
         make.wait(timeout=30)
         log.close()
         if (cluster_dir / "cluster.json").exists():  # by PID, whatever happened above
-            subprocess.run([sys.executable, "-m", "core", "kafka", "down", "--dir", str(cluster_dir), "--timeout", "10"],
+            subprocess.run([sys.executable, "-m", "sandbox", "kafka", "down", "--dir", str(cluster_dir), "--timeout", "10"],
                            cwd=REPO, capture_output=True)
-        subprocess.run([sys.executable, "-m", "core.sandbox.zkserver", "stop", "--dir", str(run_dir / "zk")],
+        subprocess.run([sys.executable, "-m", "sandbox.processes.zkserver", "stop", "--dir", str(run_dir / "zk")],
                        cwd=REPO, capture_output=True)

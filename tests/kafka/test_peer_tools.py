@@ -10,7 +10,7 @@ import json
 import uuid
 
 from core import zkformat as zf
-from core.sandbox.kafka import version_at_least
+from sandbox.processes.kafka import version_at_least
 from tests.kafka.realkafka import RealKafka, eventually, has_topic_ids
 
 ASSIGNMENT = "1:2:3,2:3:1,3:1:2,1:3:2,2:1:3"

@@ -1,6 +1,6 @@
 """The controller emulator's one shared context (Kafka's ControllerContext) and the writes every duty shares.
 
-Every module of the emulator (core.sandbox.controller and the handler modules it dispatches to) works on one
+Every module of the emulator (sandbox.emulator.controller and the handler modules it dispatches to) works on one
 `ControllerContext`: the emulator's ZooKeeper session, the broker sessions, what the controller keeps in memory
 (live brokers, topic assignments, its epoch, /admin state), its timers and its reactions log. Only the worker
 thread touches it once the emulator runs (ZooKeeper callbacks only enqueue).
@@ -34,12 +34,12 @@ from core.errors import (
     ZkOperationError,
 )
 from core.model import PartitionState
-from core.sandbox import election as el
-from core.sandbox import reassign as ra
+from sandbox.emulator import election as el
+from sandbox.emulator import reassign as ra
 from core.zk.session import Op, ZkSession, ZkSettings
 
 # One logger for the whole emulator, whichever of its modules speaks.
-log = logging.getLogger("core.sandbox.controller")
+log = logging.getLogger("sandbox.emulator.controller")
 
 CHUNK = 200  # state writes per multi
 DELETE_CHUNK = 1000  # deletes per multi when a topic goes

@@ -1,4 +1,4 @@
-"""/admin/delete_topics/<t>: the emulator's topic deletion (the decisions are in core.sandbox.deletion).
+"""/admin/delete_topics/<t>: the emulator's topic deletion (the decisions are in sandbox.emulator.deletion).
 
 Mirrors KafkaController.processTopicDeletion and TopicDeletionManager (resumeDeletions,
 completeDeleteTopic): the topic's znodes, config and admin node are deleted once no reassignment of it runs
@@ -14,9 +14,9 @@ from typing import Sequence
 
 from core import zkformat as zf
 from core.errors import KeelError, ZkNoNodeError, ZkNotEmptyError
-from core.sandbox import reassign as ra
-from core.sandbox.context import DELETE_CHUNK, RETRIES, ControllerContext, ids, plural
-from core.sandbox.deletion import plan_deletion, split_requests
+from sandbox.emulator import reassign as ra
+from sandbox.emulator.context import DELETE_CHUNK, RETRIES, ControllerContext, ids, plural
+from sandbox.emulator.deletion import plan_deletion, split_requests
 from core.zk.session import Op
 
 

@@ -38,7 +38,8 @@ from typing import Iterable, Mapping
 
 from core import zkformat as zf
 from core.errors import KeelError
-from core.sandbox.kafka_setup import (  # noqa: F401  (re-exported: the tests and the CLI import them from here)
+from sandbox.processes.pids import CHILDREN, pid_alive
+from sandbox.processes.kafka_setup import (  # noqa: F401  (re-exported: the tests and the CLI import them from here)
     BROKER_SETTINGS,
     DEFAULT_HEAP,
     DEFAULT_VERSION,
@@ -49,9 +50,7 @@ from core.sandbox.kafka_setup import (  # noqa: F401  (re-exported: the tests an
     KafkaNotFetchedError,
     KafkaRunError,
     _FETCH_HINT,
-    _CHILDREN,
     _free_port,
-    _pid_alive,
     _port_free,
     _port_open,
     _tail,
@@ -146,7 +145,7 @@ class KafkaCluster:
             state = json.loads((path / STATE_NAME).read_text())
         except FileNotFoundError:
             raise KafkaRunError(f"no Kafka cluster in {path} ({STATE_NAME} is missing)",
-                                hint="start one with `python -m core kafka up`") from None
+                                hint="start one with `python -m sandbox kafka up`") from None
         except (OSError, ValueError) as e:
             raise KafkaRunError(f"{path / STATE_NAME} is unreadable: {e}") from None
         return cls(path, state["zk_connect"], [BrokerInfo(**b) for b in state["brokers"]], state["version"],
@@ -276,7 +275,7 @@ class KafkaCluster:
 
     def _is_our_broker(self, b: BrokerInfo) -> bool:
         """The pid is alive and is this broker's JVM (guards against pid reuse)."""
-        if b.pid is None or not _pid_alive(b.pid):
+        if b.pid is None or not pid_alive(b.pid):
             return False
         try:
             cmdline = Path(f"/proc/{b.pid}/cmdline").read_bytes().split(b"\0")
@@ -291,7 +290,7 @@ class KafkaCluster:
             bdir = self.broker_dir(b.id)
             for d in [*self.log_dirs(b.id), self.logs_dir(b.id)]:
                 d.mkdir(parents=True, exist_ok=True)
-            body = "# Written by core.sandbox.kafka; rewritten on every start.\n"
+            body = "# Written by sandbox.processes.kafka; rewritten on every start.\n"
             body += "".join(f"{k}={v}\n" for k, v in self.settings(b).items())
             (bdir / "server.properties").write_text(body)
 
@@ -316,7 +315,7 @@ class KafkaCluster:
             out.flush()
             proc = subprocess.Popen(cmd, cwd=bdir, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                     close_fds=True, start_new_session=self.detach)
-        _CHILDREN[proc.pid] = proc
+        CHILDREN[proc.pid] = proc
         b.pid = proc.pid
         (bdir / "broker.pid").write_text(f"{proc.pid}\n")
         self.save()
@@ -479,21 +478,21 @@ class KafkaCluster:
 
 def _signal_and_wait(pid: int, sig: int | None, timeout: float) -> None:
     """Send `sig` (None: already sent), wait up to `timeout` for the process to end, then SIGKILL; reap our child."""
-    child = _CHILDREN.get(pid)
+    child = CHILDREN.get(pid)
     if sig is not None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
     deadline = time.monotonic() + timeout
-    while _pid_alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _pid_alive(pid):
+    if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     if child is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=10)
-        _CHILDREN.pop(pid, None)
+        CHILDREN.pop(pid, None)
     else:
         deadline = time.monotonic() + 10
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -5,8 +5,8 @@ next? They follow the Scala source: `Election.leaderForOffline` (first replica i
 and in the ISR; the ISR keeps its live members), `ZkReplicaStateMachine.doRemoveReplicasFromIsr` (leader -1
 when the removed replica led, an ISR of one is kept), `LeaderAndIsr.newLeaderAndIsr` (every controller write
 bumps the leader epoch) and `initializeLeaderAndIsrForPartitions` (new partition: first live replica leads,
-ISR = live replicas). Unit-testable in microseconds; the controller emulator (core.sandbox.controller and its
-handler modules) applies them to ZooKeeper, and the seeder (core.sandbox.seed) reuses them to build the demo's
+ISR = live replicas). Unit-testable in microseconds; the controller emulator (sandbox.emulator.controller and its
+handler modules) applies them to ZooKeeper, and the seeder (sandbox.seed) reuses them to build the demo's
 history, so the demo is a state the real controller could have left behind.
 """
 

@@ -5,11 +5,11 @@ Everything Kafka persists is written here: the top-level paths a broker creates 
 when empty), partition states and `__consumer_offsets`. What Kafka keeps in *ephemeral* nodes (broker
 registrations, /controller) is not written: the controller emulator creates those from its own sessions.
 The seeder leaves, per broker, an intent node /keel-sandbox/brokers/<id> holding the registration payload
-and whether the broker should be up (the sandbox's own znodes are in core.sandbox.znodes).
+and whether the broker should be up (the sandbox's own znodes are in sandbox.emulator.znodes).
 
 All choices (names, sizes, placement, ids) come from one `random.Random(seed)`: the same spec always
 seeds the same cluster. The `--demo` state is produced by running the controller's own decision functions
-(core.sandbox.leadership) over a short history (a rolling restart, two lagging followers, one broker death),
+(sandbox.emulator.leadership) over a short history (a rolling restart, two lagging followers, one broker death),
 so it is a state the real controller could have left behind.
 """
 
@@ -26,9 +26,9 @@ from core import zkformat as zf
 from core.assignment import assign_replicas
 from core.errors import KeelError, ValidationError
 from core.model import PartitionState
-from core.sandbox import leadership as decide  # the controller's own decisions keep the demo faithful
-from core.sandbox.leadership import initial_state
-from core.sandbox.znodes import (  # also re-exported from here, where they were first defined
+from sandbox.emulator import leadership as decide  # the controller's own decisions keep the demo faithful
+from sandbox.emulator.leadership import initial_state
+from sandbox.emulator.znodes import (  # also re-exported from here, where they were first defined
     EMULATOR,
     INTENTS,
     SANDBOX_ROOT,

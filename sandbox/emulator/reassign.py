@@ -16,7 +16,7 @@ targetReplicas):
   goes OfflineReplica (out of the ISR, epoch + 1 each, `doRemoveReplicasFromIsr`); B6 RS = TRS with AR
   and RR cleared; B7 the partition leaves /admin/reassign_partitions when its entry asks for exactly TRS.
 
-No I/O here: the emulator's handler (core.sandbox.admin_reassign) reads, calls these and writes conditionally.
+No I/O here: the emulator's handler (sandbox.emulator.admin_reassign) reads, calls these and writes conditionally.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""/admin/reassign_partitions: the emulator's partition reassignment (the decisions are in core.sandbox.reassign).
+"""/admin/reassign_partitions: the emulator's partition reassignment (the decisions are in sandbox.emulator.reassign).
 
 Mirrors KafkaController (2.4+, KIP-455): processZkPartitionReassignment acts on the node when it is created:
 U1 topic node RS = target ++ origin, adding and removing replicas, leader epoch + 1; each new replica catches
@@ -16,10 +16,10 @@ from typing import Collection, Mapping, Sequence
 from core import zkformat as zf
 from core.errors import CorruptZnodeError, KeelError, ZkBadVersionError, ZkNoNodeError
 from core.model import PartitionState
-from core.sandbox import election as el
-from core.sandbox import reassign as ra
-from core.sandbox.admin_deletion import resume_deletions
-from core.sandbox.context import RETRIES, ControllerContext, csv, encode_state, ids, plural, tps
+from sandbox.emulator import election as el
+from sandbox.emulator import reassign as ra
+from sandbox.emulator.admin_deletion import resume_deletions
+from sandbox.emulator.context import RETRIES, ControllerContext, csv, encode_state, ids, plural, tps
 from core.zk.session import Op
 
 

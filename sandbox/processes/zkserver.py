@@ -12,9 +12,9 @@ Everything a server needs lives in one directory ``data_dir``::
 
 Command line::
 
-    python -m core.sandbox.zkserver start  --port 2181 --dir .run/zk   # returns once ZooKeeper answers; leaves it running
-    python -m core.sandbox.zkserver status --dir .run/zk               # exit 0 if running and healthy, 3 otherwise
-    python -m core.sandbox.zkserver stop   --dir .run/zk               # SIGTERM, then SIGKILL; fine if nothing runs
+    python -m sandbox.processes.zkserver start  --port 2181 --dir .run/zk   # returns once ZooKeeper answers; leaves it running
+    python -m sandbox.processes.zkserver status --dir .run/zk               # exit 0 if running and healthy, 3 otherwise
+    python -m sandbox.processes.zkserver stop   --dir .run/zk               # SIGTERM, then SIGKILL; fine if nothing runs
 
 The server binds 127.0.0.1 only. The Debian package ``zookeeper`` (``make deps``) provides the jar; override the
 locations with ``KEEL_ZK_JAR``, ``KEEL_ZK_CONF_DIR`` and ``KEEL_JAVA`` (or ``JAVA_HOME``).
@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Iterator, Mapping
+
+from sandbox.processes.pids import CHILDREN, pid_alive
 
 __all__ = [
     "DEFAULT_JAR",
@@ -70,9 +72,6 @@ LOCK_NAME = ".zkserver.lock"
 DATA_SUBDIR = "data"
 
 _DEPS_HINT = "Install the system packages with `make deps` (Debian: apt-get install zookeeper default-jre-headless)."
-
-# Popen objects of servers started by this Python process, by pid: lets stop() reap its own children.
-_CHILDREN: dict[int, subprocess.Popen] = {}
 
 
 class TlsServer:
@@ -208,26 +207,11 @@ def _read_port(data_dir: Path) -> int | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
-    child = _CHILDREN.get(pid)
-    if child is not None:
-        return child.poll() is None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for our purposes
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _is_our_server(pid: int, data_dir: Path) -> bool:
     """The pid is alive and is a ZooKeeper started with this directory's zoo.cfg (guards against pid reuse)."""
-    if not _pid_alive(pid):
+    if not pid_alive(pid):
         return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -264,7 +248,7 @@ def _write_config(data_dir: Path, port: int, extra: Mapping[str, object] | None)
     }
     settings.update(extra or {})
     cfg = data_dir / CFG_NAME
-    body = "# Written by core.sandbox.zkserver; rewritten on every start.\n"
+    body = "# Written by sandbox.processes.zkserver; rewritten on every start.\n"
     body += "".join(f"{k}={v}\n" for k, v in settings.items())
     tmp = cfg.with_suffix(".tmp")
     tmp.write_text(body)
@@ -274,7 +258,7 @@ def _write_config(data_dir: Path, port: int, extra: Mapping[str, object] | None)
 
 def _kill(pid: int, timeout: float) -> None:
     """SIGTERM, wait up to timeout, then SIGKILL; reaps the process when it is our child."""
-    child = _CHILDREN.pop(pid, None)
+    child = CHILDREN.pop(pid, None)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -282,7 +266,7 @@ def _kill(pid: int, timeout: float) -> None:
         if child is not None:
             if child.poll() is not None:
                 return
-        elif not _pid_alive(pid):
+        elif not pid_alive(pid):
             return
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
@@ -292,7 +276,7 @@ def _kill(pid: int, timeout: float) -> None:
             child.wait(timeout=10)
     else:
         deadline = time.monotonic() + 10
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
@@ -436,7 +420,7 @@ def start(
                 close_fds=True,
                 start_new_session=detach,
             )
-        _CHILDREN[proc.pid] = proc
+        CHILDREN[proc.pid] = proc
         pid_tmp = data_dir / (PID_NAME + ".tmp")
         pid_tmp.write_text(f"{proc.pid}\n")
         pid_tmp.replace(data_dir / PID_NAME)
@@ -455,7 +439,7 @@ def start(
 def _wait_healthy(port: int, pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while True:
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             return False
         if ruok(port, timeout=1.0):
             return True
@@ -515,7 +499,7 @@ def status(data_dir: str | os.PathLike) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m core.sandbox.zkserver", description="Throwaway local ZooKeeper for Keel's sandbox and tests."
+        prog="python -m sandbox.processes.zkserver", description="Throwaway local ZooKeeper for Keel's sandbox and tests."
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_start = sub.add_parser("start", help="start ZooKeeper in the background and wait until it serves")
@@ -539,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ZooKeeper started on {zk.connect} (pid {zk.pid}, dir {zk.data_dir}, log {zk.log_path})")
         else:
             print(f"ZooKeeper already running on {zk.connect} (pid {zk.pid}, dir {zk.data_dir})")
-        _CHILDREN.pop(zk.pid, None)  # leave it running; we exit without reaping it
+        CHILDREN.pop(zk.pid, None)  # leave it running; we exit without reaping it
         return 0
     if args.command == "stop":
         port = _read_port(Path(args.dir).resolve())

@@ -24,8 +24,8 @@ from core.errors import (
     ZkNoNodeError,
     ZkOperationError,
 )
-from core.sandbox.context import ControllerContext, ControllerMovedError, log
-from core.sandbox.znodes import EMULATOR
+from sandbox.emulator.context import ControllerContext, ControllerMovedError, log
+from sandbox.emulator.znodes import EMULATOR
 from core.zk.session import Op
 
 
@@ -53,7 +53,7 @@ def claim(ctx: ControllerContext) -> None:
     zk = ctx.zk
     if not zk.exists("/"):
         raise KeelError(f"{ctx.where} does not exist: seed a sandbox first with "
-                        f"`python -m core sandbox up --zk {ctx.where}`")
+                        f"`python -m sandbox up --zk {ctx.where}`")
     node = zk.get(zf.CONTROLLER)
     if node.exists:
         try:

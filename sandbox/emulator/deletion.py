@@ -15,7 +15,7 @@ From kafka.controller.KafkaController.processTopicDeletion and kafka.controller.
   /admin/delete_topics/<t> are deleted;
 - while queued, a topic takes no part in leader elections (offline or preferred) nor reassignments.
 
-No I/O here: the emulator's handler (core.sandbox.admin_deletion) reads, calls these and writes conditionally.
+No I/O here: the emulator's handler (sandbox.emulator.admin_deletion) reads, calls these and writes conditionally.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Iterable
 
 from core import zkformat as zf
-from core.sandbox.reassign import in_progress
+from sandbox.emulator.reassign import in_progress
 
 
 def split_requests(requested: Iterable[str], existing: Collection[str], *, enabled: bool = True

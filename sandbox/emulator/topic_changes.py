@@ -4,7 +4,7 @@ Mirrors KafkaController's TopicChange and PartitionModifications handlers (proce
 processPartitionModifications, onNewPartitionCreation): the controller watches the topic list and every
 topic node; the partitions of a new topic, and partitions added to an existing one, go NewPartition ->
 OnlinePartition with `initializeLeaderAndIsrForPartitions` (first live replica leads, ISR = live replicas,
-core.sandbox.leadership.initial_state); a partition with no live replica keeps no state. New partitions of
+sandbox.emulator.leadership.initial_state); a partition with no live replica keeps no state. New partitions of
 a topic queued for deletion are skipped. The controller keeps every topic's assignment in memory
 (`ctx.assignments`); a corrupt topic node is reported and ignored.
 """
@@ -15,8 +15,8 @@ from typing import Sequence
 
 from core import zkformat as zf
 from core.errors import CorruptZnodeError
-from core.sandbox.context import ControllerContext, plural
-from core.sandbox.leadership import initial_state
+from sandbox.emulator.context import ControllerContext, plural
+from sandbox.emulator.leadership import initial_state
 
 
 def load_topics(ctx: ControllerContext) -> None:

@@ -5,20 +5,20 @@ partitions elect the next live ISR member, `Election.leaderForOffline`; every de
 ISR) and onBrokerStartup (offline partitions come back, returning replicas rejoin ISRs but lead nothing
 until an election; a new replica still copying for a reassignment does not join yet). A broker that
 re-registered between two looks is a bounce: failed, then started, as Kafka does. Topics queued for deletion
-take no part; the controller itself moves when its broker dies (core.sandbox.controllership), and
-reassignments and deletions waiting for a starting broker resume. The decisions are in core.sandbox.leadership.
+take no part; the controller itself moves when its broker dies (sandbox.emulator.controllership), and
+reassignments and deletions waiting for a starting broker resume. The decisions are in sandbox.emulator.leadership.
 """
 
 from __future__ import annotations
 
 from core import zkformat as zf
 from core.model import NO_LEADER
-from core.sandbox import reassign as ra
-from core.sandbox.admin_deletion import resume_deletions
-from core.sandbox.admin_reassign import resume_reassignments
-from core.sandbox.context import ControllerContext, ids, plural
-from core.sandbox.controllership import move_controller
-from core.sandbox.leadership import after_brokers_down, after_brokers_up
+from sandbox.emulator import reassign as ra
+from sandbox.emulator.admin_deletion import resume_deletions
+from sandbox.emulator.admin_reassign import resume_reassignments
+from sandbox.emulator.context import ControllerContext, ids, plural
+from sandbox.emulator.controllership import move_controller
+from sandbox.emulator.leadership import after_brokers_down, after_brokers_up
 
 
 def read_registrations(ctx: ControllerContext) -> dict[int, int]:

@@ -2,22 +2,22 @@
 
 This module is the event loop: it watches ZooKeeper, queues every event (callbacks only enqueue) and reacts
 in one worker thread, dispatching each event to the module that owns it, all of them sharing one
-ControllerContext (core.sandbox.context: the session, what the controller knows, the conditional writes,
+ControllerContext (sandbox.emulator.context: the session, what the controller knows, the conditional writes,
 each multi guarded by a check on /controller_epoch as Kafka's controller does). Its handler table is the map:
 
 - /keel-sandbox/brokers (intents): broker "processes", ZooKeeper sessions of their own: a broker dying is its
-  session closing, exactly how a registration disappears (core.sandbox.broker_sessions);
-- /brokers/topics: new topics and partitions get their first leader and ISR (core.sandbox.topic_changes);
+  session closing, exactly how a registration disappears (sandbox.emulator.broker_sessions);
+- /brokers/topics: new topics and partitions get their first leader and ISR (sandbox.emulator.topic_changes);
 - /brokers/ids: brokers failing and starting, leaders moving off dead brokers, the controller moving with
-  them (core.sandbox.broker_changes, core.sandbox.controllership);
-- /admin/reassign_partitions (acted on when created; core.sandbox.admin_reassign);
-- /admin/delete_topics/<t> (core.sandbox.admin_deletion);
+  them (sandbox.emulator.broker_changes, sandbox.emulator.controllership);
+- /admin/reassign_partitions (acted on when created; sandbox.emulator.admin_reassign);
+- /admin/delete_topics/<t> (sandbox.emulator.admin_deletion);
 - /admin/preferred_replica_election (acted on when created) and, optionally, the auto leader rebalance every
-  leader.imbalance.check.interval.seconds (core.sandbox.admin_election).
+  leader.imbalance.check.interval.seconds (sandbox.emulator.admin_election).
 
 Each handler module reads, calls pure decisions and writes conditionally; the decisions follow the Scala
-source and do no I/O: core.sandbox.leadership (offline elections, ISR changes, new partitions),
-core.sandbox.reassign, core.sandbox.election and core.sandbox.deletion.
+source and do no I/O: sandbox.emulator.leadership (offline elections, ISR changes, new partitions),
+sandbox.emulator.reassign, sandbox.emulator.election and sandbox.emulator.deletion.
 
 ZooKeeper outages (a restart, a stall): kazoo re-registers no watch when it reconnects, so after every
 reconnect the emulator re-reads what it watches and re-arms each watch (intents, registrations, topics,
@@ -37,13 +37,13 @@ from typing import Callable, Mapping
 
 from core import zkformat as zf
 from core.errors import KeelError, ValidationError
-from core.sandbox import admin_deletion, admin_election, admin_reassign, broker_changes, broker_sessions
-from core.sandbox import election as el
-from core.sandbox import reassign as ra
-from core.sandbox import topic_changes as topics
-from core.sandbox.context import ControllerContext, ControllerMovedError, StateChange, ids, log, plural
-from core.sandbox.controllership import ControllerActiveError, claim, publish, reclaim, take_over
-from core.sandbox.leadership import (  # re-exported: they were defined here, and tests use them from here
+from sandbox.emulator import admin_deletion, admin_election, admin_reassign, broker_changes, broker_sessions
+from sandbox.emulator import election as el
+from sandbox.emulator import reassign as ra
+from sandbox.emulator import topic_changes as topics
+from sandbox.emulator.context import ControllerContext, ControllerMovedError, StateChange, ids, log, plural
+from sandbox.emulator.controllership import ControllerActiveError, claim, publish, reclaim, take_over
+from sandbox.emulator.leadership import (  # re-exported: they were defined here, and tests use them from here
     after_brokers_down,
     after_brokers_up,
     elect_if_offline,
@@ -54,7 +54,7 @@ from core.sandbox.leadership import (  # re-exported: they were defined here, an
     reconcile,
     remove_replica_from_isr,
 )
-from core.sandbox.znodes import INTENTS
+from sandbox.emulator.znodes import INTENTS
 from core.zk.session import ZkSession
 
 _STOP = ("", "stop")
@@ -84,7 +84,7 @@ class ControllerEmulator:
     above the imbalance threshold at the last auto rebalance check), `reassignments()` (partitions in flight) and
     `deleting` (topics queued for deletion)."""
 
-    # What the controller knows, kept in the shared context (see core.sandbox.context).
+    # What the controller knows, kept in the shared context (see sandbox.emulator.context).
     live = _Shared("live")
     assignments = _Shared("assignments")
     epoch = _Shared("epoch")

@@ -1,6 +1,6 @@
 """A throwaway ZooKeeper ensemble on loopback: N servers (3 by default) forming one quorum, for fault tests.
 
-The ensemble mode of core.sandbox.zkserver, in a module of its own (zkserver.py stays under the 600-line limit and
+The ensemble mode of sandbox.processes.zkserver, in a module of its own (zkserver.py stays under the 600-line limit and
 is unchanged; this module only uses it). Each member is an ordinary zkserver directory::
 
     base_dir/zk<N>/zoo.cfg      clientPort, dataDir and the quorum: server.<i>=127.0.0.1:<peer>:<election>
@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from core.sandbox import zkserver
-from core.sandbox.zkserver import HOST, ZkPortInUse, ZkProcess, ZkServerError
+from sandbox.processes import zkserver
+from sandbox.processes.pids import CHILDREN
+from sandbox.processes.zkserver import HOST, ZkPortInUse, ZkProcess, ZkServerError
 
 __all__ = ["Ensemble", "start_ensemble"]
 
@@ -71,7 +72,7 @@ class Ensemble:
         """Signal one member's JVM by pid (SIGKILL: a crashed server; SIGSTOP / SIGCONT: a stalled one)."""
         os.kill(member.pid, sig)
         if sig == signal.SIGKILL:
-            child = zkserver._CHILDREN.pop(member.pid, None)
+            child = CHILDREN.pop(member.pid, None)
             if child is not None:
                 child.wait(timeout=10)
 
@@ -153,7 +154,7 @@ def _launch(java_bin: str, jar_path: Path, conf_dir: Path, cfg: Path, d: Path, p
             log.flush()
             proc = subprocess.Popen(cmd, cwd=d, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     close_fds=True, start_new_session=detach)
-        zkserver._CHILDREN[proc.pid] = proc
+        CHILDREN[proc.pid] = proc
         (d / zkserver.PID_NAME).write_text(f"{proc.pid}\n")
     return ZkProcess(port, d, proc.pid, started=True)
 

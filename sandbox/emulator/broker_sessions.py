@@ -3,10 +3,10 @@
 A broker process is a ZooKeeper session of its own holding the broker's ephemeral /brokers/ids/<id>
 registration: a broker dying is its session closing, exactly how a registration disappears from a real
 cluster, and a broker starting registers again with a fresh timestamp, as a starting Kafka broker does. The
-intents under /keel-sandbox/brokers (core.sandbox.znodes) say which brokers should be up. A broker whose
+intents under /keel-sandbox/brokers (sandbox.emulator.znodes) say which brokers should be up. A broker whose
 session expired registers again on its new session, as a Kafka broker does when its ZooKeeper client
 re-initialises, unless it was stopped meanwhile. What the controller does about registrations coming and
-going is in core.sandbox.broker_changes.
+going is in sandbox.emulator.broker_changes.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import time
 
 from core import zkformat as zf
 from core.errors import CorruptZnodeError, ZkNodeExistsError, ZkNoNodeError
-from core.sandbox.context import ControllerContext
-from core.sandbox.znodes import INTENTS, BrokerIntent, decode_intent, intent_path
+from sandbox.emulator.context import ControllerContext
+from sandbox.emulator.znodes import INTENTS, BrokerIntent, decode_intent, intent_path
 from core.zk.session import ZkSession
 
 BROKER_SESSION = "<broker-session>"  # queued path (kind: the broker id): a broker's session was renewed

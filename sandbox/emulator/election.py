@@ -14,7 +14,7 @@ checkAndTriggerAutoLeaderRebalance, canPreferredReplicaBeLeader), kafka.controll
   leader.imbalance.per.broker.percentage, its partitions whose preferred replica can lead are elected,
   unless any reassignment is in progress. Topics queued for deletion are left out entirely.
 
-No I/O here: the emulator's handler (core.sandbox.admin_election) reads, calls these and writes conditionally.
+No I/O here: the emulator's handler (sandbox.emulator.admin_election) reads, calls these and writes conditionally.
 """
 
 from __future__ import annotations

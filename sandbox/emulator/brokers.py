@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from core import zkformat as zf
 from core.errors import KeelError, ZkBadVersionError, ZkNodeExistsError
-from core.sandbox.znodes import EMULATOR, INTENTS, decode_intent, decode_status, encode_intent, intent_path
+from sandbox.emulator.znodes import EMULATOR, INTENTS, decode_intent, decode_status, encode_intent, intent_path
 from core.zk.session import ZkSession
 
 
@@ -47,7 +47,7 @@ def _require_emulator(session: ZkSession) -> None:
     if not session.exists(EMULATOR):
         raise SandboxControllerNotRunning(
             f"no sandbox controller is running on {session.target}: start it with "
-            f"`python -m core sandbox controller --zk {session.target}`, then retry")
+            f"`python -m sandbox controller --zk {session.target}`, then retry")
 
 
 def _set(session: ZkSession, broker_id: int, up: bool, timeout: float) -> BrokerChange:
@@ -85,7 +85,7 @@ def _wait(session: ZkSession, broker_id: int, up: bool, timeout: float) -> None:
         if not status.exists:
             raise SandboxControllerNotRunning(
                 f"the sandbox controller on {session.target} stopped while broker {broker_id} was being "
-                f"{'started' if up else 'stopped'}: start it with `python -m core sandbox controller --zk "
+                f"{'started' if up else 'stopped'}: start it with `python -m sandbox controller --zk "
                 f"{session.target}`")
         handled = (broker_id in (decode_status(status.data).get("live_brokers") or ())) == up
         if registered == up and handled:

@@ -1,4 +1,4 @@
-"""/admin/preferred_replica_election and the auto leader rebalance (the decisions are in core.sandbox.election).
+"""/admin/preferred_replica_election and the auto leader rebalance (the decisions are in sandbox.emulator.election).
 
 Mirrors KafkaController.processReplicaLeaderElection (ZkTriggered) and onReplicaElection: acted on when the
 node is created; the first replica is elected when alive and in the ISR; every outcome goes to `reactions`
@@ -16,9 +16,9 @@ from typing import Sequence
 from core import zkformat as zf
 from core.errors import CorruptZnodeError
 from core.model import PartitionState
-from core.sandbox import election as el
-from core.sandbox import reassign as ra
-from core.sandbox.context import ControllerContext
+from sandbox.emulator import election as el
+from sandbox.emulator import reassign as ra
+from sandbox.emulator.context import ControllerContext
 
 
 def on_election_node(ctx: ControllerContext, _arg: str | None, *, initial: bool = False) -> None:
