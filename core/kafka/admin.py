@@ -250,8 +250,10 @@ class KafkaAdmin:
         return None
 
     def _api_keys(self) -> set[int]:
+        # the raw keys: kafka-python's api_versions() maps each to its ApiKey enum and fails on a key newer than
+        # itself (Kafka 4.x answers some), which would hide every other
         with contextlib.suppress(Exception):
-            return {int(k) for k in self._admin.api_versions()}
+            return {int(k) for k in self._admin._manager.broker_version_data.api_versions}
         return set()
 
     @property

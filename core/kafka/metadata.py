@@ -42,7 +42,8 @@ def _broker(entry: Mapping) -> Broker:
     host, port = entry.get("host"), entry.get("port")
     return Broker(int(entry["broker_id"]), rack=entry.get("rack") or None, host=host,
                   port=int(port) if port is not None else None,
-                  endpoints=(f"{host}:{port}",) if host and port is not None else ())
+                  endpoints=(f"{host}:{port}",) if host and port is not None else (),
+                  alive=not entry.get("is_fenced"))
 
 
 def _partition(topic: str, p: Mapping, moving: Reassigning | None) -> Partition:
@@ -99,6 +100,8 @@ def snapshot_of(cluster_info: Mapping, topics: Sequence[Mapping], *,
                         for p in t.get("partitions") or ()), key=lambda p: p.partition)
         built.append(Topic(name=name, partitions=tuple(parts), topic_id=kafka_topic_id(t.get("topic_id")),
                            config=dict(overrides.get(name) or {})))
+    # Kafka 4's DescribeCluster also lists fenced brokers (KIP-1073): registered, not serving (stopped, or not
+    # caught up with the metadata log): down for Keel, as an unregistered broker is in ZooKeeper mode
     brokers = {b.id: b for b in map(_broker, cluster_info.get("brokers") or ())}
     for bid in sorted({r for t in built for p in t.partitions for r in p.replicas} - set(brokers)):
         brokers[bid] = Broker(bid, alive=False)  # a replica on a broker the cluster does not list: down
@@ -124,7 +127,7 @@ def read_snapshot(admin: KafkaAdmin, *, cluster: str = "") -> ClusterSnapshot:
     topics = admin.topic_partitions(names)
     overrides = admin.topic_overrides(names)
     reassigning = admin.reassignments() if admin.supports_cancel else {}
-    live = sorted(int(b["broker_id"]) for b in info.get("brokers") or ())
+    live = sorted(int(b["broker_id"]) for b in info.get("brokers") or () if not b.get("is_fenced"))
     dynamic = dynamic_broker_configs(admin.broker_configs(live))
     return snapshot_of(info, topics, overrides=overrides, reassigning=reassigning, broker_configs=dynamic,
                        cluster=cluster, source=admin.bootstrap)

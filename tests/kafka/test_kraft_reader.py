@@ -1,0 +1,89 @@
+"""KRaft clusters (no ZooKeeper) read through the Admin API into Keel's snapshot: Apache Kafka 3.9.1 and the newest
+Kafka 4 that Maven Central serves, three combined broker + controller nodes with racks and two log dirs each
+(sandbox.processes.kraft). What the brokers say is checked against Kafka's own answers: the topics created with
+explicit assignments, leaders and ISR, the quorum's leader, a stopped node's replicas on a down broker."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from core.kafka.admin import KafkaAdmin
+from core.kafka.metadata import read_snapshot
+from sandbox.processes import kafka_setup
+from sandbox.processes.kraft import KraftCluster
+from tests.kafka.realkafka import eventually
+
+KAFKA_4 = "4.4.0"
+ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2], 3: [1, 3, 2], 4: [2, 1, 3]}
+
+
+@pytest.fixture(scope="module", params=["3.9.1", KAFKA_4])
+def kraft(request, tmp_path_factory) -> KraftCluster:
+    version = request.param
+    try:
+        kafka_setup.lib_dir(version)
+    except kafka_setup.KafkaNotFetchedError:
+        kafka_setup.fetch(version)
+    cluster = KraftCluster.create(tmp_path_factory.mktemp(f"kraft-{version}"), nodes=3, version=version,
+                                  detach=False)
+    started = time.monotonic()
+    cluster.start(timeout=120)
+    print(f"\nKRaft {version}: 3 nodes up in {time.monotonic() - started:.1f} s ({cluster.bootstrap_servers})")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _admin(cluster: KraftCluster) -> KafkaAdmin:
+    return KafkaAdmin(cluster.bootstrap_servers, timeout=20)
+
+
+def test_a_kraft_cluster_reads_into_the_snapshot_page_by_page(kraft: KraftCluster):
+    from kafka.admin import NewTopic
+
+    with _admin(kraft) as admin:
+        admin._admin.create_topics([NewTopic("orders", replica_assignments=ASSIGNMENT,
+                                             topic_configs={"retention.ms": "3600000"})])
+
+        def settled():
+            snap = read_snapshot(admin)
+            topic = snap.topic("orders")
+            assert topic is not None and all(len(p.isr) == 3 for p in topic.partitions)
+            return snap
+        snap = eventually(settled, timeout=30, interval=0.5)
+        # DescribeTopicPartitions in pages of 2 partitions: every partition, once
+        paged = admin.topic_partitions(["orders"], page=2)
+        assert [p["partition_index"] for p in sorted(paged[0]["partitions"], key=lambda p: p["partition_index"])] \
+            == [0, 1, 2, 3, 4]
+        quorum = admin.quorum()
+        assert admin.supports_cancel  # Kafka 4 answers API keys newer than the client knows: still seen
+
+    topic = snap.topic("orders")
+    assert {p.partition: list(p.replicas) for p in topic.partitions} == ASSIGNMENT
+    assert all(p.leader == p.replicas[0] for p in topic.partitions)
+    assert topic.config == {"retention.ms": "3600000"}
+    assert topic.topic_id and len(topic.topic_id) == 22
+    assert {b.id: b.rack for b in snap.brokers} == {1: "rack-a", 2: "rack-b", 3: "rack-c"}
+    assert all(b.alive for b in snap.brokers)
+    assert snap.cluster_id == kraft.cluster_id
+    leader = quorum["topics"][0]["partitions"][0]["leader_id"]
+    assert leader in (1, 2, 3) and leader == kraft.controller()
+
+
+def test_a_stopped_node_shows_as_a_down_broker_holding_its_replicas(kraft: KraftCluster):
+    kraft.stop_broker(3)
+    try:
+        with _admin(kraft) as admin:
+            def down():
+                snap = read_snapshot(admin)
+                assert [b.id for b in snap.brokers if not b.alive] == [3]
+                assert all(3 not in p.isr for p in snap.topic("orders").partitions)
+                return snap
+            snap = eventually(down, timeout=60, interval=1)
+        # never dropped: broker 3 still holds its replicas in the assignment
+        assert {p.partition: list(p.replicas) for p in snap.topic("orders").partitions} == ASSIGNMENT
+    finally:
+        kraft.start_broker(3)
