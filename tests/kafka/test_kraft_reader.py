@@ -11,6 +11,7 @@ import pytest
 
 from core.kafka.admin import KafkaAdmin
 from core.kafka.metadata import read_snapshot
+from core.model import ClusterSnapshot
 from sandbox.processes import kafka_setup
 from sandbox.processes.kraft import KraftCluster
 from tests.kafka.realkafka import eventually
@@ -71,6 +72,12 @@ def test_a_kraft_cluster_reads_into_the_snapshot_page_by_page(kraft: KraftCluste
     assert snap.cluster_id == kraft.cluster_id
     leader = quorum["topics"][0]["partitions"][0]["leader_id"]
     assert leader in (1, 2, 3) and leader == kraft.controller()
+    # the mode and the quorum: the active controller is the quorum's leader, every node a voter
+    assert snap.mode == "kraft" and snap.is_kraft
+    assert snap.quorum.leader == snap.controller.broker_id == leader
+    assert [v.id for v in snap.quorum.voters] == [1, 2, 3]
+    assert all(snap.quorum.lag(v) is not None for v in snap.quorum.voters)
+    assert ClusterSnapshot.from_json(snap.to_json()) == snap  # the snapshot file keeps all of it
 
 
 def test_a_stopped_node_shows_as_a_down_broker_holding_its_replicas(kraft: KraftCluster):
@@ -80,6 +87,7 @@ def test_a_stopped_node_shows_as_a_down_broker_holding_its_replicas(kraft: Kraft
             def down():
                 snap = read_snapshot(admin)
                 assert [b.id for b in snap.brokers if not b.alive] == [3]
+                # Kafka 4 lists it fenced (KIP-1073); 3.9 does not list it: down either way
                 assert all(3 not in p.isr for p in snap.topic("orders").partitions)
                 return snap
             snap = eventually(down, timeout=60, interval=1)
