@@ -240,6 +240,16 @@ class KafkaAdmin:
         except (RuntimeError, ValueError, OSError) as e:  # kafka-python's own ("Failed to find active controller")
             raise KafkaAdminError(f"could not {what} through {self.bootstrap}: {e}") from None
 
+    def _to_controller(self, call):
+        """`call()`, a request kafka-python sends to the controller it found once and kept. Under KRaft that is a
+        broker DescribeCluster named at random; when it has gone (stopped, fenced) the request is not sent
+        (UnknownBrokerId, NodeNotReady): ask for the controller again and send it once more."""
+        try:
+            return call()
+        except (kerrors.UnknownBrokerIdError, kerrors.NodeNotReadyError):
+            self._admin._controller_id = None
+            return call()
+
     # --- versions ----------------------------------------------------------------------------------
 
     @property
@@ -304,7 +314,8 @@ class KafkaAdmin:
         if keys == []:
             return {}
         with self._translate("list the running reassignments"):
-            found = self._admin.list_partition_reassignments(keys, timeout_ms=int(self.timeout * 1000))
+            found = self._to_controller(lambda: self._admin.list_partition_reassignments(
+                keys, timeout_ms=int(self.timeout * 1000)))
         out = {(tp.topic, tp.partition): Reassigning(tuple(v["replicas"]), tuple(v["adding_replicas"]),
                                                      tuple(v["removing_replicas"])) for tp, v in found.items()}
         return dict(sorted(out.items()))
@@ -316,8 +327,8 @@ class KafkaAdmin:
         if not keys:
             return {}
         with self._translate("cancel the reassignment"):
-            answer = self._admin.alter_partition_reassignments({_TP(t, p): None for t, p in keys},
-                                                               timeout_ms=int(self.timeout * 1000))
+            answer = self._to_controller(lambda: self._admin.alter_partition_reassignments(
+                {_TP(t, p): None for t, p in keys}, timeout_ms=int(self.timeout * 1000)))
         got: Mapping = {(tp.topic, tp.partition): err for tp, err in answer.items()}
         return {k: (None if got[k] is None else _describe(got[k])) if k in got
                 else "the controller did not answer for this partition" for k in keys}

@@ -95,3 +95,51 @@ def test_a_stopped_node_shows_as_a_down_broker_holding_its_replicas(kraft: Kraft
         assert {p.partition: list(p.replicas) for p in snap.topic("orders").partitions} == ASSIGNMENT
     finally:
         kraft.start_broker(3)
+
+
+def test_the_polled_view_follows_changes_within_seconds_and_never_says_live_after_a_failed_poll(kraft):
+    from kafka.admin import NewTopic
+
+    from core.kafka.poller import PolledCluster
+
+    admin = _admin(kraft)
+    view = PolledCluster(admin, interval=0.5).start()
+    try:
+        assert view.status == "connected" and view.last_good_at
+        view.wait_for(lambda s: all(set(p.isr) == set(p.replicas) for p in s.partitions()), timeout=60)
+        # nothing changes: the same snapshot object and generation, poll after poll (nothing to recompute)
+        first, generation, polls = view.snapshot(), view.generation, view.polls
+        def polled_again():
+            assert view.polls >= polls + 3
+        eventually(polled_again, timeout=10, interval=0.1)
+        from core.kafka.poller import _content
+        assert _content(view.snapshot()) == _content(first)
+        assert view.snapshot() is first and view.generation == generation
+
+        started = time.monotonic()
+        admin._admin.create_topics([NewTopic("polled", replica_assignments={0: [2, 3], 1: [3, 1]})])
+        view.wait_for(lambda s: s.topic("polled") is not None, timeout=10)
+        print(f"\nnew topic seen after {time.monotonic() - started:.1f} s")
+        assert view.generation > generation
+
+        kraft.stop_broker(2)
+        try:
+            started = time.monotonic()
+            view.wait_for(lambda s: not s.broker_by_id[2].alive, timeout=30)
+            print(f"stopped node seen after {time.monotonic() - started:.1f} s")
+            assert time.monotonic() - started < 10
+        finally:
+            kraft.start_broker(2)
+        view.wait_for(lambda s: s.broker_by_id[2].alive, timeout=60)
+
+        # the brokers cannot be read (the client is gone): not live, the last snapshot kept, the reason said
+        kept = view.snapshot()
+        admin.close()
+        def not_live():
+            assert view.status == "disconnected"
+        eventually(not_live, timeout=10, interval=0.1)
+        assert view.error and view.snapshot() is kept
+    finally:
+        view.stop()
+        admin.close()
+
