@@ -31,12 +31,12 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from sandbox.processes import zkserver
-from sandbox.emulator.controller import ControllerEmulator
-from sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.session import ZkSession
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's sandbox/ and tests/ (not installed)
+from sandbox.emulator.controller import ControllerEmulator  # noqa: E402
+from sandbox.processes import zkserver  # noqa: E402
+from sandbox.seed import SandboxSpec, seed_cluster  # noqa: E402
 from tests.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import tempfile
+import sys
 import time
 import uuid
 from pathlib import Path
 
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's sandbox/ (not installed)
 from core import zkformat as zf  # noqa: E402
 from core.zk.reader import read_snapshot  # noqa: E402
 from core.zk.session import ZkSession  # noqa: E402

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.processes import zkserver
-from sandbox.processes.pids import pid_alive
+from sandbox.processes.common import pid_alive
 from core.zk.session import ZkSession
 from tests.sandbox_helpers import wait_until
 

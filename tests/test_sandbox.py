@@ -547,15 +547,17 @@ def test_every_sandbox_command_is_python_m_sandbox_and_documents_its_exit_status
     every = commands(build_parser())
     assert set(every) == {"up", "controller", "broker", "kafka up", "kafka down", "kafka status", "kafka broker"}
     assert not {"sandbox", "kafka"} & {name.split()[0] for name in commands(core_parser())}
+    helps = {}
     for name in every:
         with pytest.raises(SystemExit) as e:
             sandbox_main([*name.split(), "--help"])
         assert e.value.code == 0
-        text = " ".join(capsys.readouterr().out.split())
+        helps[name] = text = " ".join(capsys.readouterr().out.split())
         assert text.startswith("usage: python -m sandbox ")
         for code, meaning in statuses(name, SPECIFIC).items():
             assert f" {code} {' '.join(meaning.split())}" in text, (name, code)
-    assert "3 a broker of the local cluster is not running" in statuses("kafka status", SPECIFIC)[3]
+    assert "exit status: 0 done 1 error" in helps["up"] and " 3 " not in helps["up"].split("exit status:")[1]
+    assert " 3 a broker of the local cluster is not running" in helps["kafka status"]
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "`kafka status` adds 3 (a broker of the local cluster is not running)" in readme
     proc = subprocess.run([sys.executable, "-m", "sandbox", "kafka", "status", "--dir", "/nonexistent/keel"],

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.processes import zkserver
-from sandbox.processes.pids import pid_alive
+from sandbox.processes.common import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
 

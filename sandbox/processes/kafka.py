@@ -38,7 +38,7 @@ from typing import Iterable, Mapping
 
 from core import zkformat as zf
 from core.errors import KeelError
-from sandbox.processes.pids import CHILDREN, pid_alive
+from sandbox.processes.common import CHILDREN, free_port, log_tail, pid_alive
 from sandbox.processes.kafka_setup import (  # noqa: F401  (re-exported: the tests and the CLI import them from here)
     BROKER_SETTINGS,
     DEFAULT_HEAP,
@@ -50,10 +50,8 @@ from sandbox.processes.kafka_setup import (  # noqa: F401  (re-exported: the tes
     KafkaNotFetchedError,
     KafkaRunError,
     _FETCH_HINT,
-    _free_port,
     _port_free,
     _port_open,
-    _tail,
     default_zk,
     fetch,
     java_for,
@@ -131,9 +129,9 @@ class KafkaCluster:
         used: set[int] = set()
         infos = []
         for i in range(brokers):
-            port = _free_port()
+            port = free_port()
             while port in used:
-                port = _free_port()
+                port = free_port()
             used.add(port)
             infos.append(BrokerInfo(first_id + i, port, rack_name(i % racks) if racks else None))
         return cls(path, zk_connect, infos, kafka_version(version), heap, dict(overrides or {}), detach)
@@ -338,9 +336,9 @@ class KafkaCluster:
         taken = {b.port for b in self.brokers}
         for b in self.brokers:  # a stopped cluster's port may have been taken by something else meanwhile
             if b.id not in mine and not _port_free(b.port):
-                b.port = _free_port()
+                b.port = free_port()
                 while b.port in taken:
-                    b.port = _free_port()
+                    b.port = free_port()
                 taken.add(b.port)
         self._write_files()
         started = []
@@ -369,9 +367,9 @@ class KafkaCluster:
                     if not self._is_our_broker(b):
                         raise KafkaRunError(
                             f"Kafka broker {bid} (pid {b.pid}) exited during startup.\n"
-                            f"--- last lines of {self.server_log(bid)} ---\n{_tail(self.server_log(bid))}\n"
+                            f"--- last lines of {self.server_log(bid)} ---\n{log_tail(self.server_log(bid), 25)}\n"
                             f"--- last lines of {self.logs_dir(bid) / 'stdout.log'} ---\n"
-                            f"{_tail(self.logs_dir(bid) / 'stdout.log', 10)}")
+                            f"{log_tail(self.logs_dir(bid) / 'stdout.log', 10)}")
                 registered = self.registered(session)
                 controller = self.controller(session)
                 missing = sorted(want - registered)
@@ -384,7 +382,7 @@ class KafkaCluster:
                     first = missing[0] if missing else min(want)
                     raise KafkaRunError(
                         f"Kafka cluster in {self.dir} not ready within {timeout:g} s: {what}.\n"
-                        f"--- last lines of {self.server_log(first)} ---\n{_tail(self.server_log(first))}")
+                        f"--- last lines of {self.server_log(first)} ---\n{log_tail(self.server_log(first), 25)}")
                 time.sleep(0.25)
 
     def wait_unregistered(self, broker_id: int, *, timeout: float = 30.0) -> None:

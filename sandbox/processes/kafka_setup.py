@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from core.errors import KeelError
+from sandbox.processes.common import HOST
 
-HOST = "127.0.0.1"
 DEFAULT_VERSION = "3.9.1"
 DEFAULT_HEAP = "384m"
 MARKER_NAME = ".fetched"
@@ -288,11 +288,6 @@ def default_zk() -> str:
     return f"{HOST}:{os.environ.get('ZK_PORT', '2181')}/keel-kafka"
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
 
 def _port_free(port: int) -> bool:
     """Nothing listens on the port (a bind probe; TIME_WAIT leftovers of a stopped broker do not count)."""
@@ -311,12 +306,3 @@ def _port_open(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        text = path.read_text("utf-8", "replace")
-    except OSError:
-        return "(no log)"
-    tail = text.splitlines()[-lines:]
-    return "\n".join(tail) if tail else "(log is empty)"

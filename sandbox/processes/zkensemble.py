@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Mapping
 
 from sandbox.processes import zkserver
-from sandbox.processes.pids import CHILDREN
+from sandbox.processes.common import CHILDREN, log_tail
 from sandbox.processes.zkserver import HOST, ZkPortInUse, ZkProcess, ZkServerError
 
 __all__ = ["Ensemble", "start_ensemble"]
@@ -160,7 +160,7 @@ def _launch(java_bin: str, jar_path: Path, conf_dir: Path, cfg: Path, d: Path, p
 
 
 def _failed(member: ZkProcess) -> ZkServerError:
-    tail = zkserver._tail(member.log_path)
+    tail = log_tail(member.log_path)
     err = ZkPortInUse if "Address already in use" in tail else ZkServerError
     return err(f"ensemble member on {HOST}:{member.port} did not come up.\n--- last lines of {member.log_path} ---\n"
                f"{tail}")

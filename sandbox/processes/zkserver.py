@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from sandbox.processes.pids import CHILDREN, pid_alive
+from sandbox.processes.common import CHILDREN, HOST, free_port, pid_alive
+from sandbox.processes.common import log_tail as _tail
 
 __all__ = [
     "DEFAULT_JAR",
@@ -54,7 +55,6 @@ __all__ = [
     "main",
 ]
 
-HOST = "127.0.0.1"
 DEFAULT_JAR = "/usr/share/java/zookeeper.jar"
 DEFAULT_CONF_DIR = "/etc/zookeeper/conf_example"
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -116,12 +116,6 @@ class ZkPortInUse(ZkServerError):
 # --------------------------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
 
 def four_letter_word(port: int, word: str = "ruok", *, host: str = HOST, timeout: float = 2.0) -> str | None:
     """Send a ZooKeeper four-letter word; return the reply, or None when nothing answers on the port."""
@@ -179,14 +173,6 @@ def _find_jar(jar: str | os.PathLike | None = None) -> Path:
         raise ZkServerError(f"ZooKeeper jar not found at {path}. {_DEPS_HINT}")
     return path
 
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        text = path.read_text("utf-8", "replace")
-    except OSError:
-        return "(no log)"
-    tail = text.splitlines()[-lines:]
-    return "\n".join(tail) if tail else "(log is empty)"
 
 
 def _read_pid(data_dir: Path) -> int | None:

@@ -146,7 +146,7 @@ def secured(zk_server, pki, tmp_path_factory):
     cluster = kafka_runner.KafkaCluster.create(base / "cluster", connect, brokers=1, racks=0, detach=False,
                                                version=VERSION)
     b = cluster.brokers[0]
-    sasl, ssl = f"127.0.0.1:{kafka_runner._free_port()}", f"127.0.0.1:{kafka_runner._free_port()}"
+    sasl, ssl = f"127.0.0.1:{kafka_runner.free_port()}", f"127.0.0.1:{kafka_runner.free_port()}"
     listeners = f"PLAINTEXT://{b.endpoint},SASL_PLAINTEXT://{sasl},SSL://{ssl}"
     cluster.overrides.update({
         "listeners": listeners, "advertised.listeners": listeners, "inter.broker.listener.name": "PLAINTEXT",

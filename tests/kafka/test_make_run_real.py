@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sandbox.processes import kafka as kafka_runner
 from sandbox.processes import zkserver
-from sandbox.processes.pids import pid_alive
+from sandbox.processes.common import pid_alive
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.kafka.realkafka import kafka_version

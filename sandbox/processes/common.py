@@ -1,4 +1,5 @@
-"""Whether a process still runs, for every runner here (ZooKeeper, the ensemble, the Kafka brokers).
+"""What every runner here shares (ZooKeeper, the ensemble, the Kafka brokers): whether a process still runs, the
+children this Python process started, a free loopback port, the last lines of a log.
 
 Standard library only: zkserver imports it and runs under the system python before the venv exists.
 """
@@ -6,8 +7,11 @@ Standard library only: zkserver imports it and runs under the system python befo
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from pathlib import Path
+
+HOST = "127.0.0.1"  # every server of the sandbox binds loopback
 
 # Popen objects of the servers this Python process started, by pid: lets a runner reap its own children, and
 # pid_alive() ask the child itself (a finished child is a zombie until reaped).
@@ -31,4 +35,21 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-__all__ = ["CHILDREN", "pid_alive"]
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The last `lines` lines of a server's log, for an error message."""
+    try:
+        text = path.read_text("utf-8", "replace")
+    except OSError:
+        return "(no log)"
+    tail = text.splitlines()[-lines:]
+    return "\n".join(tail) if tail else "(log is empty)"
+
+
+__all__ = ["CHILDREN", "HOST", "free_port", "log_tail", "pid_alive"]
