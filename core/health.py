@@ -56,13 +56,6 @@ CLUSTER_DEFAULT_ENTITY = "<default>"
 _positive_int = positive_int
 
 
-def cluster_min_isr_default(snapshot: ClusterSnapshot) -> int:
-    """The cluster-wide dynamic `min.insync.replicas` (``/config/brokers/<default>``), else 1: only the
-    ZooKeeper layer. The health functions below resolve per broker (`MinIsrRule`), static settings included."""
-    value = snapshot.broker_configs.get(CLUSTER_DEFAULT_ENTITY, {}).get(MIN_ISR_KEY)
-    return _positive_int(value) or MIN_ISR_DEFAULT
-
-
 def min_isr(topic: Topic, default: int = MIN_ISR_DEFAULT) -> int:
     """The topic's `min.insync.replicas`; a missing or invalid value (not an int >= 1) gives `default`."""
     return _positive_int(topic.config.get(MIN_ISR_KEY)) or default
@@ -127,11 +120,6 @@ def is_at_min_isr(p: Partition, min_isr_count: int) -> bool:
     return len(p.isr) == min_isr_count
 
 
-def isr_differs(p: Partition) -> bool:
-    """Replica verification: the ISR, as a set, is not the assigned replica set."""
-    return set(p.isr) != set(p.replicas)
-
-
 def out_of_sync_replicas(p: Partition) -> tuple[int, ...]:
     """Assigned replicas not in the ISR, in assignment order."""
     isr = p.isr
@@ -176,48 +164,99 @@ def iter_partition_health(snapshot: ClusterSnapshot, defaults: BrokerDefaults | 
     own settings (None: unknown, Kafka's 1 assumed where ZooKeeper sets nothing)."""
     alive = snapshot.alive_broker_ids
     rule = MinIsrRule(snapshot, defaults)
+    for t in snapshot.topics:
+        yield from topic_partition_health(t, alive, rule)
+
+
+def topic_partition_health(t: Topic, alive: frozenset[int], rule: MinIsrRule) -> Iterator[PartitionHealth]:
+    """One topic's `PartitionHealth` rows, for callers that keep results per topic (`rule`: `min_isr_rule`)."""
     capped = rule.capped
     row = PartitionHealth
-    for t in snapshot.topics:
+    fixed = rule.fixed(t)
+    name = t.name
+    for p in t.partitions:
+        replicas = p.replicas
+        isr = p.isr
+        leader = p.leader
+        has_state = p.has_state
+        mi = fixed if fixed is not None else rule.leader(leader, replicas)
+        if capped and mi > len(replicas) > 0:
+            mi = len(replicas)
+        live_leader = leader != NO_LEADER and leader in alive
+        n_isr = len(isr)
+        if isr == replicas:
+            out_of_sync: tuple[int, ...] = ()
+            differs = False
+        else:
+            out_of_sync = tuple(r for r in replicas if r not in isr)
+            differs = set(isr) != set(replicas)
+        adding = p.adding_replicas
+        reassigning = bool(adding or p.removing_replicas)
+        rf = len(replicas) - sum(1 for r in replicas if r in adding) if adding else len(replicas)
+        # positional, in field order: topic, partition, leader, replicas, isr, min_isr, has_state,
+        # under_replicated, unavailable, under_min_isr, at_min_isr, isr_differs, out_of_sync,
+        # off_preferred_leader, reassigning
+        yield row(name, p.partition, leader, replicas, isr, mi, has_state,
+                  n_isr < rf, not live_leader, not live_leader or n_isr < mi, n_isr == mi,
+                  differs, out_of_sync,
+                  has_state and bool(replicas) and leader != replicas[0],
+                  reassigning)
+
+
+def partition_flags(h: PartitionHealth) -> list[str]:
+    """What is wrong with one partition, in words, worst first (empty when nothing is)."""
+    return [flag for flag, on in (
+        ("no state", not h.has_state), ("unavailable", h.unavailable),
+        ("under min ISR", h.under_min_isr and not h.unavailable), ("under-replicated", h.under_replicated),
+        ("leader off preferred", h.off_preferred_leader), ("replicas out of sync", bool(h.out_of_sync)),
+        ("reassigning", h.reassigning)) if on]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicHealth:
+    """One topic's health: its partitions' rows (`topic_partition_health`) counted, so that the topic list and the
+    topic's partition table never disagree."""
+
+    topic: str
+    partitions: int
+    replication_factor: int
+    under_replicated: int
+    unavailable: int
+    under_min_isr: int
+    at_min_isr: int
+    off_preferred_leader: int
+    out_of_sync_replicas: int  # replicas, not partitions
+    min_isr: tuple[int, ...]  # the values its partitions' leaders enforce, sorted (one in the usual case)
+
+    @property
+    def status(self) -> str:
+        """The worst: "unavailable", "under min ISR", "under-replicated" or "ok"."""
+        return ("unavailable" if self.unavailable else "under min ISR" if self.under_min_isr
+                else "under-replicated" if self.under_replicated else "ok")
+
+
+def topic_health(t: Topic, alive: frozenset[int], rule: MinIsrRule) -> TopicHealth:
+    """`t`'s health on a cluster whose live brokers are `alive` (`rule`: `min_isr_rule`, built once per snapshot)."""
+    urp = unav = umi = ami = off = oos = 0
+    mins: set[int] = set()
+    for h in topic_partition_health(t, alive, rule):
+        mins.add(h.min_isr)
+        urp += h.under_replicated
+        unav += h.unavailable
+        umi += h.under_min_isr
+        ami += h.at_min_isr
+        off += h.off_preferred_leader
+        oos += len(h.out_of_sync)
+    if not mins:  # no partitions: what a partition would get
         fixed = rule.fixed(t)
-        name = t.name
-        for p in t.partitions:
-            replicas = p.replicas
-            isr = p.isr
-            leader = p.leader
-            has_state = p.has_state
-            mi = fixed if fixed is not None else rule.leader(leader, replicas)
-            if capped and mi > len(replicas) > 0:
-                mi = len(replicas)
-            live_leader = leader != NO_LEADER and leader in alive
-            n_isr = len(isr)
-            if isr == replicas:
-                out_of_sync: tuple[int, ...] = ()
-                differs = False
-            else:
-                out_of_sync = tuple(r for r in replicas if r not in isr)
-                differs = set(isr) != set(replicas)
-            adding = p.adding_replicas
-            reassigning = bool(adding or p.removing_replicas)
-            rf = len(replicas) - sum(1 for r in replicas if r in adding) if adding else len(replicas)
-            # positional, in field order: topic, partition, leader, replicas, isr, min_isr, has_state,
-            # under_replicated, unavailable, under_min_isr, at_min_isr, isr_differs, out_of_sync,
-            # off_preferred_leader, reassigning
-            yield row(name, p.partition, leader, replicas, isr, mi, has_state,
-                      n_isr < rf, not live_leader, not live_leader or n_isr < mi, n_isr == mi,
-                      differs, out_of_sync,
-                      has_state and bool(replicas) and leader != replicas[0],
-                      reassigning)
+        mins.add(fixed if fixed is not None else rule.broker(None))
+    return TopicHealth(t.name, len(t.partitions), t.replication_factor, urp, unav, umi, ami, off, oos,
+                       tuple(sorted(mins)))
 
 
 def partition_health(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> list[PartitionHealth]:
     """One row per partition, in snapshot order (topics by name, partitions by number)."""
     return list(iter_partition_health(snapshot, defaults))
-
-
-def replica_verification(snapshot: ClusterSnapshot) -> list[PartitionHealth]:
-    """Partitions whose ISR set differs from their assigned replica set."""
-    return [h for h in iter_partition_health(snapshot) if h.isr_differs]
 
 
 def min_isr_rule(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> MinIsrRule:
@@ -528,37 +567,6 @@ def broker_loads(snapshot: ClusterSnapshot, *, threshold_percent: int | None = N
     counts in the denominator only (no leadership info). The broker is over the threshold when
     ratio > percentage / 100 (strictly greater). Partitions being reassigned are *not* left out of
     the ratio: instead the controller triggers no election at all while any reassignment is in
-    progress (`partitionsBeingReassigned.isEmpty`), see `ClusterSummary.reassignment_in_progress`
-    and `auto_rebalance_candidates`.
+    progress (`partitionsBeingReassigned.isEmpty`), see `ClusterSummary.reassignment_in_progress`.
     """
     return list(summarize(snapshot, threshold_percent=threshold_percent).brokers)
-
-
-def auto_rebalance_candidates(snapshot: ClusterSnapshot, *,
-                              threshold_percent: int | None = None) -> list[tuple[str, int]]:
-    """The partitions the controller's next auto leader rebalance would elect, (topic, partition) sorted.
-
-    Empty while any reassignment is in progress. Otherwise, for every broker over the threshold,
-    its not-leading partitions (topics being deleted excluded) whose preferred replica is alive
-    and in the ISR (`canPreferredReplicaBeLeader`). Applies only when the brokers run with
-    `auto.leader.rebalance.enable=true` (Kafka's default), which ZooKeeper does not record.
-    """
-    summary = summarize(snapshot, threshold_percent=threshold_percent)
-    if summary.reassignment_in_progress or not summary.brokers_over_threshold:
-        return []
-    over = set(summary.brokers_over_threshold)
-    alive = snapshot.alive_broker_ids
-    deleting = frozenset(snapshot.in_progress.deletion)
-    out: list[tuple[str, int]] = []
-    for t in snapshot.topics:
-        if t.name in deleting:
-            continue
-        for p in t.partitions:
-            if not p.replicas or not p.has_state:
-                continue
-            pref = p.replicas[0]
-            if pref in over and p.leader != pref and pref in alive and pref in p.isr:
-                out.append((t.name, p.partition))
-    return sorted(out)
-
-

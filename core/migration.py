@@ -17,7 +17,7 @@ Brokers restarted as KRaft brokers leave ``/brokers/ids`` while the KRaft contro
 the ISRs it writes back: in ZooKeeper they look dead, yet their partitions are served. Keel labels them as such
 instead of reporting an outage.
 
-Pure: decoded data in (core.zkformat decodes the znode, core.zk.migration reads it), plain data out.
+Pure: decoded data in (core.zkformat decodes the znode, core.zk.migration_state reads it), plain data out.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def kraft_brokers(snapshot: ClusterSnapshot) -> tuple[int, ...]:
 
 
 def write_block_reason(controller: Controller | None, migration: ZkMigration | None) -> str | None:
-    """Why no write may go through ZooKeeper now, from /controller and /migration alone (core.gate asks this right
-    before every write), or None for a plain ZooKeeper-mode cluster."""
+    """Why no write may go through ZooKeeper now, from /controller and /migration alone (core.policy.gate asks this
+    right before every write), or None for a plain ZooKeeper-mode cluster."""
     if controller is not None and controller.is_kraft:
         who = f"KRaft controller {controller.broker_id}"
         phase = ("dual-write" if migration is not None and migration.initial_migration_complete else

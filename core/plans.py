@@ -86,16 +86,6 @@ def parse_topics_to_move(text: str | bytes) -> tuple[str, ...]:
     return tuple(topics)
 
 
-def validate_topics_to_move(topics: Iterable[str], snapshot: ClusterSnapshot) -> None:
-    for topic in topics:
-        if snapshot.topic(topic) is None:
-            raise PlanError(f"Topic {topic} not found.")
-
-
-def format_topics_to_move(topics: Iterable[str]) -> str:
-    return _dump({"topics": [{"topic": t} for t in sorted(topics)], "version": 1})
-
-
 # --- reassignment -----------------------------------------------------------------------------
 
 

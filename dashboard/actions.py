@@ -24,17 +24,17 @@ import json
 import logging
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import pandas as pd
 import streamlit as st
 
-from core import access, gate
-from core.config import KeelConfig
+from core.policy import access, gate
+from core.policy.config import KeelConfig
 from core.errors import KeelError, PermissionDeniedError
 from core.model import ClusterSnapshot
-from core.store import Store
+from core.audit.store import Store
 from core.topics import TOPIC_CONFIGS
 from dashboard import frame, identity
 from dashboard.text import md, md_text
@@ -49,9 +49,9 @@ CONFIG_COLUMNS = ["Key", "Value"]
 
 def blocked_reason(cfg: KeelConfig, action: str = "change the cluster", needs: access.Role | None = None
                    ) -> str | None:
-    """Why the person at the keyboard may not `action` on the selected cluster (core.access.check's message, as
+    """Why the person at the keyboard may not `action` on the selected cluster (core.policy.access.check's message, as
     markdown: it can name a topic), or None. The role needed follows from the action (deleting and rolling back
-    are the admin's, core.access.needed_role) unless `needs` says."""
+    are the admin's, core.policy.access.needed_role) unless `needs` says."""
     try:
         _check(cfg, action, needs)
     except PermissionDeniedError as e:
@@ -60,12 +60,12 @@ def blocked_reason(cfg: KeelConfig, action: str = "change the cluster", needs: a
 
 
 def _migration_block(cfg: KeelConfig, plain: bool = False) -> str | None:
-    """Issue 18: no ZooKeeper write while a ZooKeeper -> KRaft migration is under way (dashboard.migration)."""
-    from dashboard import migration
+    """Issue 18: no ZooKeeper write while a ZooKeeper -> KRaft migration is under way (dashboard.migration_banner)."""
+    from dashboard import migration_banner
 
     try:
         conn = frame.connection(frame.selected_cluster(cfg))
-        return migration.block_text(conn) if plain else migration.block_reason(conn)
+        return migration_banner.block_text(conn) if plain else migration_banner.block_reason(conn)
     except Exception:  # no connection yet: the write itself reports that
         return None
 
@@ -77,10 +77,10 @@ def _check(cfg: KeelConfig, action: str, needs: access.Role | None) -> access.De
 
 
 def _admit(cfg: KeelConfig, action: str, needs: access.Role | None, who: access.Identity) -> gate.Admission:
-    """core.gate at click time: the role against keel.toml as it is *now* (re-read: an instance switched to
+    """core.policy.gate at click time: the role against keel.toml as it is *now* (re-read: an instance switched to
     read-only, or a role taken away, refuses a click on a page that was open before) and the cluster's migration
     state read from ZooKeeper now, not the banner's cache. Refusals are recorded by the gate."""
-    from core.zk.migration import ZkClusterProbe
+    from core.zk.migration_state import ZkClusterProbe
 
     cluster = frame.selected_cluster(cfg)
     conn = frame.connection(cluster)
@@ -182,17 +182,16 @@ class Result:
     message: str  # markdown: what `run` stored is escaped (engine messages quote topic names)
     scope: str | None = None  # what the result belongs to (a topic, a page): shown only there
     context: str | None = None  # the draft it was about: a failure is shown only while it is still the one shown
-    details: list[str] = field(default_factory=list)
 
 
 def run(slot: str, work: Callable[[], str], *, cfg: KeelConfig, action: str, scope: str | None = None,
         context: str | None = None, needs: access.Role | None = None, form: FormGuard | None = None) -> bool:
     """Call `work()` (an engine write returning a plain-text summary, one line per line) behind the role gate
-    (core.access.check: this session's identity on the selected cluster); store the outcome in
+    (core.policy.access.check: this session's identity on the selected cluster); store the outcome in
     st.session_state[slot]. Every KeelError becomes its message; nothing else escapes either. Messages are stored
     escaped for markdown: they quote names and values read from the cluster.
 
-    The gate (core.gate) is checked against the config as it is *now* (re-read), not only as it was when the
+    The gate (core.policy.gate) is checked against the config as it is *now* (re-read), not only as it was when the
     button was drawn, and against the cluster's live migration state; its refusals are recorded; what `work()`
     records names the actor, source, role and the cluster's id."""
     try:

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from core.store import Action
+from core.audit.store import Action
 
 COLUMNS = ["ID", "Time", "Actor", "Source", "Role", "Cluster", "Kind", "Target", "Status", "Summary", "Result",
            "Completed", "Link"]

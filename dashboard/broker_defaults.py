@@ -12,7 +12,7 @@ import streamlit as st
 
 from core import health
 from core.broker_defaults import FROM_KEEL_TOML, BrokerDefaults, MinIsrBasis, unknown
-from core.config import ClusterConfig
+from core.policy.config import ClusterConfig
 from core.model import ClusterSnapshot
 from dashboard.text import md
 

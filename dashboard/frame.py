@@ -27,7 +27,7 @@ from typing import Callable, TypeVar
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from core.config import ClusterConfig, ConfigError, KeelConfig, load_config
+from core.policy.config import ClusterConfig, ConfigError, KeelConfig, load_config
 from core.model import ClusterSnapshot
 from core.zk.live import RETRY_SECONDS, Connection, ErrorKind, Phase, hhmmss  # noqa: F401  (re-exported)
 from dashboard import broker_defaults

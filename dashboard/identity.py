@@ -1,6 +1,6 @@
-"""Who is at the keyboard, for the dashboard: the session's `core.access.Identity` from Streamlit's st.user (oidc),
-the authenticating proxy's headers (proxy, read once per session from st.context.headers), or the local user
-(none); the sign-in screen, the refusal of a sign-in, and the sidebar's identity line.
+"""Who is at the keyboard, for the dashboard: the session's `core.policy.access.Identity` from Streamlit's st.user
+(oidc), the authenticating proxy's headers (proxy, read once per session from st.context.headers), or the local
+user (none); the sign-in screen, the refusal of a sign-in, and the sidebar's identity line.
 
 Failed sign-ins are recorded in the audit store (kind "sign-in", status failed, no cluster): a token naming nobody,
 a request that did not come through the proxy (forged identity headers), and, in oidc mode, an error the identity
@@ -16,10 +16,10 @@ import threading
 
 import streamlit as st
 
-from core import access
-from core.access import Identity, SignInError
-from core.config import KeelConfig
-from core.store import NO_CLUSTER, Store, default_actor
+from core.policy import access
+from core.policy.access import Identity, SignInError
+from core.policy.config import KeelConfig
+from core.audit.store import NO_CLUSTER, Store, default_actor
 from dashboard.text import md, md_text
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from core.capacity import advise_partitions, cluster_rack_skew, typical_replicat
 from core.errors import KeelError
 from core.model import ClusterSnapshot
 from core.zk.live import Connection
-from dashboard import migration, ui
+from dashboard import migration_banner, ui
 from dashboard.text import md, md_text, plotly
 
 KRAFT_STATUS = "KRaft (left ZooKeeper)"
@@ -117,7 +117,7 @@ def rack_warning(conn: Connection | None, snap: ClusterSnapshot, *, key: str, rf
 
 def label_kraft_brokers(conn: Connection, df: pd.DataFrame) -> pd.DataFrame:
     """The Overview's broker table with brokers that left /brokers/ids for KRaft marked as such (not DOWN)."""
-    s = migration.status(conn)
+    s = migration_banner.status(conn)
     if s is None or not s.kraft_brokers or "Status" not in df.columns:
         return df
     df = df.copy()
@@ -126,7 +126,7 @@ def label_kraft_brokers(conn: Connection, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def kraft_health_note(conn: Connection) -> None:
-    s = migration.status(conn)
+    s = migration_banner.status(conn)
     if s is not None and s.kraft_led:
         st.info(f"{s.kraft_led:,} partition(s) counted unavailable above are led by broker(s) "
                 f"{md(', '.join(map(str, s.kraft_brokers)))}, which left /brokers/ids for KRaft during the "

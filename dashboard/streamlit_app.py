@@ -12,8 +12,8 @@ from __future__ import annotations
 import streamlit as st  # Keel is installed into the venv (make venv), so `core` imports wherever streamlit runs
 
 
-from core.config import ConfigError
-from dashboard import frame, identity, migration
+from core.policy.config import ConfigError
+from dashboard import frame, identity, migration_banner
 from dashboard.text import md, md_text
 
 st.set_page_config(page_title="Keel", page_icon=":material/anchor:", layout="wide")
@@ -87,7 +87,7 @@ if conn.snapshot() is None:
 conn.ensure()  # a failed connect is retried at once on every full rerun
 if needs_cluster:
     frame.wait_for_first_snapshot(conn)  # progress in the main area; bounded by connect_timeout
-    migration.banner(conn)  # a ZooKeeper -> KRaft migration: on every page, with why writes are disabled
+    migration_banner.banner(conn)  # a ZooKeeper -> KRaft migration: on every page, with why writes are disabled
 
 
 @frame.live_fragment("keel-status")

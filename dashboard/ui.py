@@ -31,11 +31,9 @@ import streamlit as st
 from core.errors import NumberFormatError
 from core.numbers import format_number, parse_float, parse_int
 
-OVERVIEW = "views/overview.py"
 TOPICS = "views/topics.py"
 BROKERS = "views/brokers.py"
 BROKER = "views/broker.py"
-LEADERS = "views/leaders.py"
 REASSIGN = "reassign/page.py"
 HISTORY = "views/history.py"
 
@@ -70,13 +68,6 @@ def broker_links(broker_ids, *, alive=None, container: Any = None) -> None:
     alive = set(broker_ids) if alive is None else set(alive)
     for b in broker_ids:
         broker_link(b, label=f"Broker {b}" + ("" if b in alive else " (down)"), container=row)
-
-
-def topic_link(topic: str, *, container: Any = None, label: str | None = None) -> None:
-    from dashboard.text import md
-
-    (container or st).page_link(TOPICS, label=label or md(topic), icon=":material/topic:",
-                                query_params={"topic": topic})
 
 
 def action_link(action_id: int, *, container: Any = None, label: str | None = None) -> None:

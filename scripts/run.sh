@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ZK_PORT="${ZK_PORT:-2181}"
 PORT="${PORT:-8501}"
 RUN_DIR="$(realpath -m "${RUN_DIR:-.run}")"   # absolute: KEEL_CONFIG below points into it
-export RUN_DIR   # all runtime state follows it: the action history (core.store), the fleet store, Kafka's jars
+export RUN_DIR   # all runtime state follows it: the action history (core.audit.store), the fleet store, Kafka's jars
 ZK_DIR="$RUN_DIR/zk"
 CONTROLLER_PID="$RUN_DIR/controller.pid"
 CONTROLLER_LOG="$RUN_DIR/controller.log"

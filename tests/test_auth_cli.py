@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from core.cli import main
-from core.store import Store
+from core.audit.store import Store
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 

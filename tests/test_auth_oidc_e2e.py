@@ -15,7 +15,7 @@ import secrets as pysecrets
 
 import pytest
 
-from core.store import Store
+from core.audit.store import Store
 from sandbox.processes import zkserver
 from tests.auth_helpers import HOST, oidc_provider, serve_app
 from tests.test_e2e_chromium import (  # noqa: F401  (browser, sandbox: fixtures)

@@ -13,7 +13,7 @@ import getpass
 
 import pytest
 
-from core.store import Store
+from core.audit.store import Store
 from tests.auth_helpers import HOST, HeaderProxy, serve_app
 from tests.test_e2e_chromium import (  # noqa: F401  (browser, sandbox: fixtures)
     body_text,

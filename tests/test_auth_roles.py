@@ -1,16 +1,16 @@
-"""Issue 17: who may do what. core.access's rules (pure), and the same rules as the dashboard applies them through
-Streamlit's AppTest (oidc identities seeded with `AppTest.user`, proxy headers through dashboard.identity), against a
-real ZooKeeper holding a sandbox cluster: per-cluster overrides, read-only, no groups, unknown mode, exposure
-beyond loopback, a role taken away mid-session, and the audit rows that name the person."""
+"""Issue 17: who may do what. core.policy.access's rules (pure), and the same rules as the dashboard applies them
+through Streamlit's AppTest (oidc identities seeded with `AppTest.user`, proxy headers through dashboard.identity),
+against a real ZooKeeper holding a sandbox cluster: per-cluster overrides, read-only, no groups, unknown mode,
+exposure beyond loopback, a role taken away mid-session, and the audit rows that name the person."""
 
 from __future__ import annotations
 
 import pytest
 
-from core import access
-from core.access import AccessRules, Identity, Role
-from core.config import ConfigError, KeelConfig, parse_config
-from core.store import Store
+from core.policy import access
+from core.policy.access import AccessRules, Identity, Role
+from core.policy.config import ConfigError, KeelConfig, parse_config
+from core.audit.store import Store
 from dashboard.text import unescape
 from tests.kafka_tree import dump_tree
 from tests.test_dashboard_actions import by_prefix, errors  # noqa: F401
@@ -53,7 +53,7 @@ def oidc(email=None, sub=None, groups=()) -> Identity:
     return Identity(actor=email or sub, source="oidc", email=email, subject=sub, groups=tuple(groups))
 
 
-# --- core.access, pure -------------------------------------------------------------------------------
+# --- core.policy.access, pure -------------------------------------------------------------------------------
 
 
 def test_per_cluster_override_replaces_that_roles_list_only():

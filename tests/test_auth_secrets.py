@@ -15,7 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.security import ACL, Id, Permissions, make_digest_acl
 
-from core.store import Store
+from core.audit.store import Store
 from core.zk import acl as zacl
 from dashboard import frame
 from tests.kafka_tree import write_cluster, write_topic

@@ -29,7 +29,7 @@ import pytest
 from core import zkformat as zf
 from core.cli import main
 from sandbox.processes.zkserver import free_port
-from core.store import Store
+from core.audit.store import Store
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 

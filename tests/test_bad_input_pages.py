@@ -39,7 +39,7 @@ from core import zkformat as zf
 from sandbox.processes.zkserver import free_port
 from core.topics import draft_create_topic
 from core.zk.session import ZkSession
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 from tests.test_bad_input_corpus import big_log_dirs, big_reassignment
 from tests.test_dashboard_actions import by_prefix, set_config_rows, store, written_assignment  # noqa: F401
@@ -100,7 +100,7 @@ def option(key: str, text: str) -> Act:
 def new_rf(text: str) -> Act:
     """Reassign -> Change replication factor of `orders`: 2 offers Execute, then `text` is typed instead."""
     def act(at: AppTest) -> None:
-        at.radio(key="goal").set_value(rs.GOAL_RF).run()
+        at.radio(key="goal").set_value(plan_view.GOAL_RF).run()
         at.multiselect(key="ra_rf_topics").set_value(["orders"])
         at.text_input(key="ra_rf").input("2").run()
         assert write_button(at, "ra_execute") is not None, "RF 2 offers no Execute"
@@ -128,7 +128,7 @@ def configure(added: list[dict] = (), edited: dict | None = None, deleted: list[
 def import_text(text: str) -> Act:
     """Reassign -> Import a plan -> pasted."""
     def act(at: AppTest) -> None:
-        at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+        at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
         at.text_area(key="ra_import_text").input(text).run()
     return act
 
@@ -136,7 +136,7 @@ def import_text(text: str) -> Act:
 def import_file(data: bytes, name: str = "plan.json") -> Act:
     """Reassign -> Import a plan -> uploaded."""
     def act(at: AppTest) -> None:
-        at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+        at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
         at.file_uploader(key="ra_import_file").set_value((name, data, "application/json")).run()
     return act
 
@@ -144,7 +144,7 @@ def import_file(data: bytes, name: str = "plan.json") -> Act:
 def sizes_file(data: bytes) -> Act:
     """Reassign -> Import a plan (a valid one) -> partition sizes uploaded: bad sizes must block the plan."""
     def act(at: AppTest) -> None:
-        at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+        at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
         at.text_area(key="ra_import_text").input(bad("reassign-orders-0.json").decode()).run()
         assert [b for b in at.button if b.key == "ra_execute"], "the valid plan alone offers no Execute"
         at.file_uploader(key="ra_sizes_file").set_value(("sizes.json", data, "application/json")).run()
@@ -361,7 +361,7 @@ CASES: list[PageCase] = [
              "The proposed assignment contains non-existent partitions: " + "missing" * 16 + "-0000000-0,",
              "ra_execute"),
     # a plan over a topic whose znode is corrupt (partitions 0 and 2): the page scores it and offers Execute;
-    # the click is refused by core.zk.reassign.execute, naming the znode (the page says nothing before the click)
+    # the click is refused by core.zk.reassign_writes.execute, naming the znode (the page says nothing before the click)
     PageCase("import-gap-topic", REASSIGN, import_text(bad("reassign-gap-topic.json").decode()),
              "corrupt znode /brokers/topics/gap: partitions are not 0..n-1: missing 1; refusing to start a "
              "reassignment", "ra_execute", setup=gap, click=True),
@@ -545,7 +545,7 @@ def test_typed_numbers_reach_the_writes_exactly(tree: ZkSession, zk_connect, tmp
     assert sorted(written_assignment(tree, "orders")) == list(range(2000))
 
     at.switch_page(REASSIGN).run()
-    at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
     at.text_area(key="ra_import_text").input(bad("reassign-orders-0.json").decode())
     at.text_input(key="ra_throttle").input(" 12.5 ").run()
     assert "12,500,000 bytes/s per broker (--throttle 12500000)" in texts(at.caption)

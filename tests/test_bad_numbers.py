@@ -17,7 +17,7 @@ import pytest
 from core.cli.argtypes import CONNECT, id_list, seconds, whole
 from core.errors import InvalidConfigurationError, ValidationError
 from core.numbers import json_int
-from core.store import Store
+from core.audit.store import Store
 from core.topics.configdef import TOPIC_CONFIGS, parse_kafka_version
 from core.topics.javaparse import LONG_MAX, _java_double, _java_int, _java_list
 from tests.test_dashboard_apptest import app, fresh_connections, texts, write_config  # noqa: F401

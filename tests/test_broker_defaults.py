@@ -14,7 +14,7 @@ from core import health
 from core.broker_defaults import (ASSUMED, DEFAULT, DYNAMIC_BROKER, DYNAMIC_DEFAULT, FROM_CLI, FROM_KEEL_TOML,
                                   STATIC, BrokerDefaults, BrokerSettings, MinIsrRule, broker_min_isr, broker_value,
                                   min_isr_basis, unknown)
-from core.config import ConfigError, parse_config
+from core.policy.config import ConfigError, parse_config
 from core.model import Broker, ClusterSnapshot, Partition, Topic
 from core.restarts import check_stop
 from core.topics import draft_alter_config, draft_create_topic

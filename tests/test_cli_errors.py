@@ -20,7 +20,7 @@ from core.errors import KeelError, SnapshotFormatError
 from core.balance.sizes import MAX_LOG_DIRS_BYTES
 from core.model import MAX_SNAPSHOT_BYTES, ClusterSnapshot
 from core.plans import MAX_PLAN_BYTES
-from core.store import Store
+from core.audit.store import Store
 from core.zk.session import TlsOptions, ZkSession, ZkSettings
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 
@@ -134,7 +134,7 @@ def test_nested_json_inside_the_engine_parsers_is_a_typed_error():
 
 
 def test_nested_toml_is_a_config_error(tmp_path):
-    from core.config import ConfigError, load_config
+    from core.policy.config import ConfigError, load_config
 
     p = tmp_path / "keel.toml"
     p.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
@@ -259,7 +259,7 @@ def test_tls_files_are_checked_before_connecting(opts, file, needle, pem_pair, c
 
 
 def test_tls_check_in_the_session_and_for_keel_toml_clusters(pem_pair, tmp_path):
-    from core.config import check_cluster_tls, check_tls_files, load_config
+    from core.policy.config import check_cluster_tls, check_tls_files, load_config
     from core.errors import TlsFileError
 
     d = pem_pair

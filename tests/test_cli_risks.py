@@ -5,7 +5,7 @@ import pytest
 
 from core import zkformat as zf
 from core.cli import main
-from core.store import Store
+from core.audit.store import Store
 from tests.kafka_tree import dump_tree
 from tests.sandbox_helpers import sandbox  # noqa: F401  (fixture)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from core import zkformat as zf
-from core.store import Store
+from core.audit.store import Store
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 

@@ -1,10 +1,10 @@
-"""core.config: parsing keel.toml, env digests, typed errors naming file and key, the role gate."""
+"""core.policy.config: parsing keel.toml, env digests, typed errors naming file and key, the role gate."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.config import (
+from core.policy.config import (
     DEFAULT_CONFIG,
     ClusterConfig,
     ConfigError,

@@ -62,7 +62,7 @@ def test_dockerignore_keeps_host_state_and_secrets_out(path):
 
 
 @pytest.mark.parametrize("path", [
-    "core/store.py", "dashboard/streamlit_app.py", "scripts/run.sh", "requirements.txt", "pyproject.toml",
+    "core/audit/store.py", "dashboard/streamlit_app.py", "scripts/run.sh", "requirements.txt", "pyproject.toml",
     "keel.toml", ".streamlit/config.toml", "Makefile", "tests/test_container.py",
 ])
 def test_dockerignore_keeps_what_the_image_needs(path):

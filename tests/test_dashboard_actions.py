@@ -18,7 +18,7 @@ from core import elections
 from core import zkformat as zf
 from core.assignment import assign_replicas, brokers_for_mode
 from sandbox.seed import SandboxSpec
-from core.store import Store
+from core.audit.store import Store
 from core.errors import TooLargeError
 from core.topics import MAX_NEW_PARTITIONS, draft_add_partitions, draft_create_topic
 from core.zk.session import ZkSession

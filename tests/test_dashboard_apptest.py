@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from core import health
 from core import zkformat as zf
-from core.config import load_config
+from core.policy.config import load_config
 from core.model import NO_LEADER, ClusterSnapshot
 from sandbox.processes import zkserver
 from sandbox.seed import SandboxSpec, seed_cluster

@@ -14,7 +14,7 @@ import shlex
 from core import zkformat as zf
 from sandbox.seed import SandboxSpec
 from dashboard import actions
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from tests.sandbox_helpers import running_sandbox, wait_until
 from tests.test_dashboard_actions import ok, open_page, store  # noqa: F401  (store: fixture)
 from tests.test_dashboard_apptest import app, fresh_connections, live_connection, texts, write_config  # noqa: F401
@@ -70,7 +70,7 @@ def test_commands_on_create_topic_leaders_reassign_and_restart(zk_connect, tmp_p
                         "preferred-election.json"]
 
         at.switch_page("reassign/page.py").run()
-        at.radio(key="goal").set_value(rs.GOAL_DRAIN).run()
+        at.radio(key="goal").set_value(plan_view.GOAL_DRAIN).run()
         at.multiselect(key="drain").set_value([4]).run()
         at.session_state["ra_json_open"] = True
         at.run()

@@ -465,7 +465,7 @@ def test_chromium_fetches_and_links_nothing_a_cluster_wrote(cluster, leak_server
     """Every page, behind the proxy: no request to the counting server, no link out of the app, the names as typed."""
     from selenium.webdriver.common.action_chains import ActionChains
 
-    from core.store import Store
+    from core.audit.store import Store
     from tests.auth_helpers import HOST, HeaderProxy, serve_app
 
     v = cluster

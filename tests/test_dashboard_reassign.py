@@ -24,9 +24,9 @@ from core.model import ClusterSnapshot
 from core.plans import parse_reassignment
 from sandbox.emulator.controller import ControllerEmulator
 from sandbox.seed import SandboxSpec, seed_cluster
-from core.zk.reassign import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED
+from core.zk.reassign_writes import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED
 from core.zk.session import ZkSession
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 from tests.sandbox_helpers import Sandbox, wait_until
 from tests.test_dashboard_actions import (  # noqa: F401  (store: fixture; fresh_connections: autouse fixture)
@@ -101,7 +101,7 @@ def victim_of(snap: ClusterSnapshot) -> int:
 
 
 def plan_drain(at, broker: int, throttle_mb: float | None = None):
-    at.radio(key="goal").set_value(rs.GOAL_DRAIN).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_DRAIN).run()
     at.multiselect(key="drain").set_value([broker])
     if throttle_mb is not None:
         at.text_input(key="ra_throttle").input(str(throttle_mb))
@@ -228,7 +228,7 @@ def test_other_goals_plan_what_the_engine_plans(quick, zk_connect, tmp_path, mon
     assert metrics(at)["Replicas moved"] == f"{STRATEGIES['balanced'](snap, PlanRequest()).report.replicas_moved:,}"
 
     topic = next(t.name for t in snap.topics if not t.name.startswith("__"))
-    at.radio(key="goal").set_value(rs.GOAL_RF).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_RF).run()
     assert not at.metric  # no topic chosen yet
     at.multiselect(key="ra_rf_topics").set_value([topic])
     at.text_input(key="ra_rf").input("2").run()
@@ -241,14 +241,14 @@ def test_other_goals_plan_what_the_engine_plans(quick, zk_connect, tmp_path, mon
     at.text_input(key="ra_rf").input("5")
     at.multiselect(key="ra_rf_topics").set_value([topic]).run()
     ok(at)
-    at.radio(key="goal").set_value(rs.GOAL_REBALANCE).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_REBALANCE).run()
     at.toggle(key="ra_some_topics").set_value(True).run()  # the topic list only when asked for
     at.multiselect(key="topics").set_value([topic]).run()
     ok(at)
     expected = STRATEGIES["balanced"](snap, PlanRequest(topics=(topic,)))
     assert metrics(at)["Replicas moved"] == f"{expected.report.replicas_moved:,}"
     # a request the engine refuses shows its message
-    at.radio(key="goal").set_value(rs.GOAL_REBALANCE)
+    at.radio(key="goal").set_value(plan_view.GOAL_REBALANCE)
     at.text_input(key="ra_max_moves").input("0")
     at.selectbox(key="strategy").select("kafka-generate").run()
     ok(at)
@@ -262,7 +262,7 @@ def test_fill_new_brokers_highlights_the_empty_ones(zk_connect, tmp_path, monkey
         write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
         at = app().run()
         at.switch_page(PAGE).run()
-        at.radio(key="goal").set_value(rs.GOAL_FILL).run()
+        at.radio(key="goal").set_value(plan_view.GOAL_FILL).run()
         ok(at)
         assert "1 alive broker(s) hold no replica yet: 4" in texts(at.info)
         snap = live_connection("demo").snapshot()
@@ -372,9 +372,9 @@ def test_sizes_and_waves_execute_one_wave_at_a_time(quick, zk_connect, tmp_path,
                 load[("out", leaders[key])] += sizes[key]
         seconds += max(load.values(), default=0) / 1_000_000
     m = metrics(at)
-    assert m["Bytes moved"] == rs.human_bytes(expected.report.bytes_moved)
+    assert m["Bytes moved"] == plan_view.human_bytes(expected.report.bytes_moved)
     assert m["Waves"] == str(len(waves))
-    assert m["Est. time"] == rs.human_duration(seconds)
+    assert m["Est. time"] == plan_view.human_duration(seconds)
     assert len(plan_charts(view(at, "Per broker"))) == 3  # + bytes per broker
     at.selectbox(key="ra_diff_pages_size").select(500).run()
     diff = next(t.value for t in at.dataframe if "Added" in t.value.columns)
@@ -405,7 +405,7 @@ def test_a_topic_deleted_meanwhile_is_gone_and_verify_removes_the_throttles(zk_c
         write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
         at = app().run()
         at.switch_page(PAGE).run()
-        at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+        at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
         at.text_area(key="ra_import_text").input(_doc([("keep", 0, [3, 2]), ("doomed", 0, [3, 1]),
                                                        ("doomed", 1, [1, 3])]))
         at.text_input(key="ra_throttle").input(str(SLOW_MB)).run()
@@ -484,7 +484,7 @@ def test_imported_plan_kafka_refuses_shows_its_message_and_writes_nothing(quick,
             "empty": _doc([]),
             "syntax": '{"version":1,"partitions":[{"topic":'}[case]
     before = dump_tree(quick.session)
-    at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
     at.text_area(key="ra_import_text").input(text).run()
     ok(at)
     assert message.format(topic=topic) in errors(at)
@@ -505,7 +505,7 @@ def test_imported_plan_is_scored_and_executed_as_given(quick, zk_connect, tmp_pa
         entries.append((topic, p.partition, list(p.replicas[:-1]) + [other]))
     entries.append((topic, parts[3].partition, list(parts[3].replicas)))  # an entry that changes nothing
     text = _doc(entries)
-    at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
     at.file_uploader(key="ra_import_file").set_value(("plan.json", text.encode(), "application/json"))
     at.text_input(key="ra_throttle").input(str(SLOW_MB)).run()
     ok(at)
@@ -625,13 +625,13 @@ def _large_plan_page(zk_connect, tmp_path, monkeypatch, topics: int) -> None:
         spec = json.loads(chart.proto.spec)
         for trace in spec["data"]:
             cells = sum(len(row) for row in trace["z"]) if trace["type"] == "heatmap" else len(trace["x"])
-            assert cells <= rs.MAX_HEATMAP_CELLS
+            assert cells <= plan_view.MAX_HEATMAP_CELLS
             if trace["type"] == "heatmap":
-                assert len(trace["y"]) <= rs.TOP_TOPICS and trace["y"][-1] == f"other ({topics - 19} topics)"
+                assert len(trace["y"]) <= plan_view.TOP_TOPICS and trace["y"][-1] == f"other ({topics - 19} topics)"
     assert not at.code  # the JSON preview is drawn only once its expander is opened
     at.session_state["ra_json_open"] = True
     at.run(timeout=60)
-    assert len(at.code[0].value) < rs.MAX_JSON_PREVIEW + 10
+    assert len(at.code[0].value) < plan_view.MAX_JSON_PREVIEW + 10
     first = time.monotonic() - started
     started = time.monotonic()
     at.run(timeout=60)  # cached: no re-plan, no re-aggregation

@@ -19,10 +19,10 @@ from core.errors import RiskNotAcceptedError
 from core.plans import ReassignmentEntry, ReassignmentPlan
 from sandbox.seed import SandboxSpec
 from core.topics import TOPIC_CONFIGS
-from core.zk import reassign
+from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from dashboard import charts
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from tests.kafka_tree import dump_tree
 from tests.sandbox_helpers import Sandbox, running_sandbox, wait_until
 from tests.test_dashboard_actions import by_prefix, errors, ok, open_page, store  # noqa: F401  (store: fixture)
@@ -88,7 +88,7 @@ def test_heatmap_cells_print_their_own_numbers_chart_functions():
 
 def test_reassign_page_heatmaps_print_their_own_numbers(demo, zk_connect, tmp_path, monkeypatch, store):
     at = open_page(demo, zk_connect, tmp_path, monkeypatch, REASSIGN)
-    at.radio(key="goal").set_value(rs.GOAL_FILL).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_FILL).run()
     ok(at)
     heats = [c for c in at.get("plotly_chart") if c.key in ("ra_heatmap", "ra_heatmap_after")]
     assert len(heats) == 2 and all(assert_cells_print_their_own_numbers(figure(h)) > 0 for h in heats)
@@ -106,7 +106,7 @@ def test_fill_new_brokers_leaves_the_down_brokers_replicas_alone(demo, zk_connec
     them (Drain brokers)."""
     down, empty = demo.seed.down[0], demo.seed.empty[0]
     at = open_page(demo, zk_connect, tmp_path, monkeypatch, REASSIGN)
-    at.radio(key="goal").set_value(rs.GOAL_FILL).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_FILL).run()
     ok(at)
     snap = live_connection("demo").snapshot()
     on_down = [p for p in snap.partitions() if down in p.replicas]
@@ -141,10 +141,10 @@ def test_a_plan_with_no_live_in_sync_replica_needs_that_risk_confirmed(demo, zk_
     assert len(risks) == 1 and f"{len(no_live)} partition(s) have no live in-sync replica" in risks[0]
     before = dump_tree(demo.session)
     with ZkSession.open(zk_connect) as s, pytest.raises(RiskNotAcceptedError) as refused:
-        reassign.execute(s, store, plan, cluster="demo")
+        reassign_writes.execute(s, store, plan, cluster="demo")
     assert refused.value.risks == tuple(risks)
     with ZkSession.open(zk_connect) as s, pytest.raises(RiskNotAcceptedError):
-        reassign.execute(s, store, plan, cluster="demo", accept_risks=["some other risk"])
+        reassign_writes.execute(s, store, plan, cluster="demo", accept_risks=["some other risk"])
     # the CLI: shows the risk and refuses without --accept-risk
     path = tmp_path / "drain.json"
     path.write_text(plan.to_json())
@@ -155,7 +155,7 @@ def test_a_plan_with_no_live_in_sync_replica_needs_that_risk_confirmed(demo, zk_
 
     # the page: the risk before Execute, Execute disabled until it is ticked
     at = open_page(demo, zk_connect, tmp_path, monkeypatch, REASSIGN)
-    at.radio(key="goal").set_value(rs.GOAL_DRAIN).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_DRAIN).run()
     at.multiselect(key="drain").set_value([down]).run()
     ok(at)
     assert "This plan may never finish." in texts(at.error) and "no live in-sync replica" in texts(at.error)
@@ -209,7 +209,7 @@ def test_one_run_panel_labelled_with_its_action_and_messages_that_go_away(demo, 
     new plan's Execute sat above the old run's panel. One panel, headed by its action number; the Execute message
     lives in it until Verify or a goal change; no Execute for a new plan while the run is not finished."""
     at = open_page(demo, zk_connect, tmp_path, monkeypatch, REASSIGN)
-    at.radio(key="goal").set_value(rs.GOAL_FILL).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_FILL).run()
     by_prefix(at.checkbox, "ra_confirm_").check().run()
     at.button(key="ra_execute").click().run()
     ok(at)
@@ -217,7 +217,7 @@ def test_one_run_panel_labelled_with_its_action_and_messages_that_go_away(demo, 
     assert f"Action #{action.id}: Reassignment" in [h.value for h in at.subheader]
     assert "Reassignment started" in texts(at.success)
     # while it runs: no Execute of another plan (Kafka refuses it anyway), said plainly
-    at.radio(key="goal").set_value(rs.GOAL_REBALANCE).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_REBALANCE).run()
     ok(at)
     assert "Reassignment started" not in texts(at.success)  # the goal changed: the message about it went
     subheads = [h.value for h in at.subheader]
@@ -309,8 +309,8 @@ def test_views_open_from_their_url(demo, zk_connect, tmp_path, monkeypatch):
     topic = next(t.name for t in demo.snapshot().topics if not t.name.startswith("__"))
     at = opened("views/topics.py", topic=topic, q=topic[:3])
     assert at.selectbox(key="topic").value == topic and at.text_input(key="q").value == topic[:3]
-    at = opened(REASSIGN, goal=rs.GOAL_DRAIN, drain=str(down), view="Change")
-    assert at.radio(key="goal").value == rs.GOAL_DRAIN and at.multiselect(key="drain").value == [down]
+    at = opened(REASSIGN, goal=plan_view.GOAL_DRAIN, drain=str(down), view="Change")
+    assert at.radio(key="goal").value == plan_view.GOAL_DRAIN and at.multiselect(key="drain").value == [down]
     assert [c.key for c in at.get("plotly_chart") if c.key.startswith("ra_") and "heatmap" in c.key] == \
         ["ra_change_heatmap"]
     at = opened("views/broker.py", broker=str(down))
@@ -364,7 +364,7 @@ def test_effective_topic_config_sources():
                                                 "log.roll.hours": "2"})}
     assert set(TOPIC_CONFIGS) <= set(rows)
     assert (rows["retention.ms"].value, rows["retention.ms"].source) == ("1000", TOPIC)
-    assert rows["retention.ms"].kafka_source == "DYNAMIC_TOPIC_CONFIG"
+    assert rows["retention.ms"].source == "DYNAMIC_TOPIC_CONFIG"
     assert (rows["cleanup.policy"].value, rows["cleanup.policy"].source) == ("compact", BROKER_DEFAULT)
     assert rows["cleanup.policy"].synonym == "log.cleanup.policy"
     assert (rows["segment.ms"].value, rows["segment.ms"].synonym) == (str(2 * 3_600_000), "log.roll.hours")

@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 
 from core.cli import build_parser, main
-from core.store import Store
+from core.audit.store import Store
 from core.zk.reconcile import reconcile_pending
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic

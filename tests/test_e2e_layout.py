@@ -541,7 +541,7 @@ def test_reassign_heatmaps_readable_with_nine_brokers(url, browser, tmp_path):
 def test_history_summary_on_screen(url, browser, tmp_path):
     """Issue 24, item 12: at 1600 px History's Summary column was past the right edge (after Actor, Source, Role,
     Cluster): it is among the first columns now, drawn whole inside the table."""
-    from core.store import Store
+    from core.audit.store import Store
 
     store = Store(tmp_path / "keel.sqlite")  # the dashboard's store (KEEL_STORE of `serve`)
     for i in range(3):

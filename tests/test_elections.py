@@ -7,8 +7,8 @@ from core.elections import candidates, leaders_per_broker, outcomes, select
 from core.errors import ElectionInProgressError, PlanError, ValidationError
 from core.model import Broker, ClusterSnapshot, InProgress, Partition, Topic, TopicPartitionReplicas
 from core.plans import parse_election
-from core.store import Store
-from core.zk.election import trigger
+from core.audit.store import Store
+from core.zk.election_writes import trigger
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 

@@ -39,7 +39,7 @@ from sandbox.processes import zkserver
 from sandbox.seed import SandboxSpec, seed_cluster
 from sandbox.processes.zkensemble import Ensemble, start_ensemble
 from sandbox.emulator.znodes import EMULATOR, decode_status
-from core.store import Store
+from core.audit.store import Store
 from core.zk.reader import read_snapshot
 from core.zk.reconcile import reconcile_pending
 from core.zk.session import ZkSession, ZkSettings

@@ -1,4 +1,4 @@
-"""Issue 23 items 1-3 and issue 25 item 1: one gate (core.gate) for every write of the command line.
+"""Issue 23 items 1-3 and issue 25 item 1: one gate (core.policy.gate) for every write of the command line.
 
 Every write command, under each ZooKeeper -> KRaft migration phase and each role, against a real ZooKeeper: what
 is refused writes nothing (the tree compared byte for byte) and is recorded; roles and read_only follow the cluster
@@ -19,7 +19,7 @@ from core import zkformat as zf
 from core.cli import main
 from core.cli.common import WRITE_COMMANDS
 from core.errors import MigrationInProgressError
-from core.store import Store
+from core.audit.store import Store
 from core.topics import draft_create_topic
 from core.zk import topic_admin
 from core.zk.reader import read_snapshot
@@ -119,7 +119,7 @@ def test_every_write_command_under_each_phase_and_role(phase, role, zk_connect, 
 
 
 def test_the_engine_refuses_a_write_during_a_migration_without_the_gate(zk_connect, tmp_path):
-    """Issue 23 item 3: the engine's own read refuses, for a caller that never went through core.gate."""
+    """Issue 23 item 3: the engine's own read refuses, for a caller that never went through core.policy.gate."""
     with ZkSession.open(zk_connect) as s:
         tree(s, "migration begun")
         draft = draft_create_topic(read_snapshot(s), "fresh", 1, 1)

@@ -1,5 +1,5 @@
 """Issue 25 item 1 in the browser: every write button goes through dashboard.actions.run, which goes through
-core.gate; under each migration phase and each role a write is let through or refused (and recorded) exactly as
+core.policy.gate; under each migration phase and each role a write is let through or refused (and recorded) exactly as
 on the command line, with the migration state read from ZooKeeper at click time, not from the page's cache.
 AppTest against a real ZooKeeper."""
 
@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import zkformat as zf
-from core.store import Store
+from core.audit.store import Store
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree
 from tests.test_dashboard_actions import by_prefix, errors, ok

@@ -7,9 +7,7 @@ import pytest
 from core import health
 from core.errors import ValidationError
 from core.health import (
-    auto_rebalance_candidates,
     broker_loads,
-    cluster_min_isr_default,
     compile_topic_regex,
     filter_partitions,
     is_at_min_isr,
@@ -17,13 +15,11 @@ from core.health import (
     is_under_min_isr,
     is_under_replicated,
     is_unavailable,
-    isr_differs,
     leader_imbalance_threshold,
     matching_topics,
     min_isr,
     out_of_sync_replicas,
     partition_health,
-    replica_verification,
     replication_factor,
     summarize,
 )
@@ -138,10 +134,8 @@ def test_min_isr_falls_back_to_the_leaders_dynamic_config_then_the_cluster_defau
               T("b", P("b", 0, [1, 2, 3]), config={"min.insync.replicas": "bad"}),
               T("c", P("c", 0, [1, 2, 3]), config={"min.insync.replicas": "1"})],
              broker_configs={"<default>": {"min.insync.replicas": "2"}, "1": {"min.insync.replicas": "3"}})
-    assert cluster_min_isr_default(s) == 2
     r = rows(s)
     assert (r[("a", 0)].min_isr, r[("a", 1)].min_isr, r[("b", 0)].min_isr, r[("c", 0)].min_isr) == (3, 2, 3, 1)
-    assert cluster_min_isr_default(snap([], broker_configs={"<default>": {"min.insync.replicas": "x"}})) == 1
 
 
 # --- under / at min ISR ----------------------------------------------------------------------
@@ -191,13 +185,13 @@ def test_missing_state_partition():
 
 
 def test_isr_set_vs_replica_set():
-    assert isr_differs(P("t", 0, [1, 2, 3], isr=[3, 2, 1])) is False
-    assert isr_differs(P("t", 0, [1, 2, 3], isr=[1, 2])) is True
-    assert isr_differs(P("t", 0, [1, 2], isr=[1, 2, 3])) is True  # ISR member outside the assignment
+    differs = rows(snap([T("t", P("t", 0, [1, 2, 3], isr=[3, 2, 1]), P("t", 1, [1, 2, 3], isr=[1, 2]),
+                           P("t", 2, [1, 2], isr=[1, 2, 3]))]))  # 2: an ISR member outside the assignment
+    assert [differs[("t", n)].isr_differs for n in range(3)] == [False, True, True]
     assert out_of_sync_replicas(P("t", 0, [3, 1, 2], isr=[1])) == (3, 2)
     s = snap([T("t", P("t", 0, [1, 2, 3], isr=[2, 1, 3]), P("t", 1, [1, 2, 3], isr=[1, 3]),
                 P("t", 2, [2, 3, 4, 1], leader=2, isr=[1, 2, 3], adding=[4], removing=[1]))])
-    assert [(h.partition, h.out_of_sync) for h in replica_verification(s)] == [(1, (2,)), (2, (4,))]
+    assert [(h.partition, h.out_of_sync) for h in partition_health(s) if h.isr_differs] == [(1, (2,)), (2, (4,))]
     assert summarize(s).isr_differs == 2
 
 
@@ -267,7 +261,6 @@ def test_topics_being_deleted_are_left_out_of_imbalance_but_not_of_load():
     assert summary.topics_pending_deletion == 1
     assert summary.off_preferred_leader == 2  # the plain count still sees them
     assert summary.preferred_replica_imbalance == 0  # the controller metric does not
-    assert auto_rebalance_candidates(s) == []
 
 
 def test_reassignment_stays_in_ratio_but_blocks_auto_rebalance():
@@ -278,15 +271,10 @@ def test_reassignment_stays_in_ratio_but_blocks_auto_rebalance():
     assert (b1.preferred, b1.preferred_not_leading, b1.imbalance_ratio) == (4, 3, 0.75)
     summary = summarize(s)
     assert (summary.reassigning_partitions, summary.reassignment_in_progress) == (1, True)
-    assert auto_rebalance_candidates(s) == []
-    # the same leadership without the reassignment: the controller would elect all three
-    done = snap([T("t", *parts[:3], P("t", 3, [1, 2, 3], leader=2))])
-    assert auto_rebalance_candidates(done) == [("t", 0), ("t", 1), ("t", 3)]
     # an /admin/reassign_partitions entry alone also blocks it
     pending = snap([T("t", *parts[:3], P("t", 3, [1, 2, 3], leader=2))],
                    in_progress=InProgress(reassignment=(TopicPartitionReplicas("t", 3, (3, 2, 1)),)))
     assert summarize(pending).reassignment_in_progress is True
-    assert auto_rebalance_candidates(pending) == []
 
 
 def test_auto_rebalance_needs_preferred_alive_and_in_isr():
@@ -296,12 +284,10 @@ def test_auto_rebalance_needs_preferred_alive_and_in_isr():
     s = snap([T("t", *parts)], brokers=(1, 2))
     b1 = broker_loads(s)[0]
     assert (b1.preferred_not_leading, b1.electable, b1.over_threshold) == (2, 1, True)
-    assert auto_rebalance_candidates(s) == [("t", 0)]
     # preferred replica dead: nothing to elect
     s_dead = snap([T("t", P("t", 0, [4, 2], leader=2, isr=[2, 4]))], brokers=(2,), dead=(4,))
     b4 = [b for b in broker_loads(s_dead) if b.broker_id == 4][0]
     assert (b4.alive, b4.over_threshold, b4.electable) == (False, True, 0)
-    assert auto_rebalance_candidates(s_dead) == []
 
 
 def test_preferred_replica_imbalance_metric_with_adding_preferred():

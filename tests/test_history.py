@@ -20,8 +20,8 @@ import pytest
 
 from core import zkformat as zf
 from core.plans import parse_reassignment
-from core.store import Store, acting, default_store_path, run_dir
-from core.zk import reassign
+from core.audit.store import Store, acting, default_store_path, run_dir
+from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from dashboard.audit import readable, table, to_csv
 from tests.kafka_tree import write_cluster, write_topic
@@ -100,23 +100,23 @@ def finish_reassignment(s: ZkSession, replicas: list[int]) -> None:
 
 def test_rollback_is_its_own_kind_linked_both_ways_and_verify_records_completion(tree, store):
     with acting("olaf@example.com", "oidc", "operator"):
-        done = reassign.execute(tree, store, PLAN, cluster="c")
+        done = reassign_writes.execute(tree, store, PLAN, cluster="c")
     assert store.action(done.action_id).completed_at is None
-    reassign.verify(tree, store, PLAN, cluster="c")  # still running: no completion time
+    reassign_writes.verify(tree, store, PLAN, cluster="c")  # still running: no completion time
     assert store.action(done.action_id).completed_at is None
     finish_reassignment(tree, [3, 2])
-    assert reassign.verify(tree, store, PLAN, cluster="c").complete
+    assert reassign_writes.verify(tree, store, PLAN, cluster="c").complete
     original = store.action(done.action_id)
     assert original.completed_at is not None and original.completed_at >= original.finished
 
     with acting("carol@example.com", "oidc", "admin"):
-        back = reassign.rollback(tree, store, done.action_id, cluster="c")
+        back = reassign_writes.rollback(tree, store, done.action_id, cluster="c")
     rb = store.action(back.action_id)
     assert (rb.kind, rb.rollback_of, rb.actor, rb.role, rb.status) == \
         ("rollback", done.action_id, "carol@example.com", "admin", "applied")
     assert store.action(done.action_id).rolled_back_by == (back.action_id,)
     finish_reassignment(tree, [1, 2])
-    reassign.verify(tree, store, parse_reassignment(rb.payload["plan"]), cluster="c")
+    reassign_writes.verify(tree, store, parse_reassignment(rb.payload["plan"]), cluster="c")
     assert store.action(back.action_id).completed_at is not None
     assert table([store.action(done.action_id)])["Link"][0] == f"rolled back by #{back.action_id}"
     assert table([rb])["Link"][0] == f"rollback of #{done.action_id}"

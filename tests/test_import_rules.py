@@ -2,10 +2,11 @@
 
 - kazoo only in core/zk and sandbox/; pyspark only in core/fleet; streamlit only in dashboard/; kafka-python
   (`kafka`) only in core/kafka;
-- the pure modules (model, errors, zkformat, assignment, topics, health, elections, plans, balance) import no
-  I/O library and open no file;
-- core never imports dashboard; pure modules never import the adapters (core.zk, core.store, core.fleet,
-  core.cli); dashboard views import no CLI module; dashboard helpers marked pure import no core.zk;
+- pure by path: every module at the root of core (model, errors, zkformat, health, plans, ...) and in the
+  core.balance and core.topics packages imports no I/O library, opens no file and imports only other pure modules;
+  whatever does I/O lives in a package that says so (ADAPTERS: zk, kafka, fleet, audit, policy, cli), and
+  every package of core is one or the other;
+- core never imports dashboard; dashboard views import no CLI module; dashboard helpers marked pure import no core.zk;
 - what ships (core, dashboard) never imports the sandbox (sandbox/: make run, tests, benches); the sandbox may
   import core; its argparse is all in sandbox/cli.py, but for zkserver's (standard library only);
 - no import cycles between modules (function-level imports included: a cycle is a cycle even when deferred);
@@ -22,9 +23,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("core", "dashboard", "sandbox")
-PURE = ("core.model", "core.errors", "core.zkformat", "core.assignment", "core.topics", "core.health",
-        "core.elections", "core.plans", "core.balance", "core.numbers", "core.broker_defaults", "core.shares")
-ADAPTERS = ("core.zk", "core.store", "core.fleet", "core.cli", "core.config", "core.kafka")
+PURE_PACKAGES = ("core.balance", "core.topics")  # beside every module at the root of core
+# The packages that reach the outside world (a pure module imports none of them, even their pure helpers such as
+# core.kafka.bootstrap: the path says what a module may do). core.policy holds keel.toml's reader (config), the
+# roles (access) and the write gate, which imports core.zk.settings and the audit store.
+ADAPTERS = ("core.zk", "core.kafka", "core.fleet", "core.audit", "core.policy", "core.cli")
+ENTRY_POINTS = ("core.__main__",)  # `python -m core`: the CLI's entry, at the root because Python wants it there
 IO_MODULES = {"os", "socket", "subprocess", "sqlite3", "shutil", "tempfile", "urllib", "http", "requests",
               "threading", "multiprocessing", "kazoo", "pyspark", "streamlit", "kafka", "pathlib", "time"}
 MAX_LINES = 600
@@ -81,6 +85,15 @@ def within(name: str, prefixes) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
+def is_pure(name: str) -> bool:
+    """Pure by path: the root of core (a module, not a package) and the pure packages."""
+    at_root = name.startswith("core.") and name.count(".") == 1 and not ALL[name].name == "__init__.py"
+    return (name == "core" or at_root and name not in ENTRY_POINTS) or within(name, PURE_PACKAGES)
+
+
+PURE = sorted(m for m in ALL if is_pure(m))
+
+
 def internal(names: set[str]) -> set[str]:
     """Imported names that are modules of ours (a `from pkg import function` resolves to pkg)."""
     out = set()
@@ -106,11 +119,10 @@ def test_third_party_libraries_stay_in_their_package(library, allowed):
 
 def test_pure_modules_do_no_io():
     offenders = {}
-    for m, deps in IMPORTS.items():
-        if not within(m, PURE):
-            continue
+    for m in PURE:
+        deps = IMPORTS[m]
         bad = sorted(d for d in deps if d.split(".")[0] in IO_MODULES)
-        bad += sorted(d for d in internal(deps) if within(d, ADAPTERS) or within(d, ("dashboard",)))
+        bad += sorted(d for d in internal(deps) if not is_pure(d))
         calls = [n for n in ast.walk(ast.parse(ALL[m].read_text()))
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("open", "print", "input")]
         if calls:
@@ -118,6 +130,16 @@ def test_pure_modules_do_no_io():
         if bad:
             offenders[m] = bad
     assert offenders == {}
+
+
+def test_every_core_package_is_pure_or_an_adapter():
+    """A new package of core says which it is: in PURE_PACKAGES (pure) or ADAPTERS (does I/O)."""
+    packages = {m for m, p in ALL.items() if within(m, ("core",)) and p.name == "__init__.py" and m != "core"}
+    top = {".".join(m.split(".")[:2]) for m in packages}
+    assert top - set(PURE_PACKAGES) - set(ADAPTERS) == set()
+    assert {"core.model", "core.health", "core.capacity", "core.restarts", "core.logdirs", "core.migration",
+            "core.consumer_groups", "core.state_changes", "core.balance.metrics", "core.topics.names"} <= set(PURE)
+    assert not {"core.audit.store", "core.policy.config", "core.zk.reader", "core.__main__"} & set(PURE)
 
 
 def test_core_never_imports_the_dashboard():
@@ -171,7 +193,7 @@ def test_views_import_no_cli_and_pure_dashboard_helpers_no_zookeeper():
     views = sorted(m for m, deps in IMPORTS.items() if within(m, ("dashboard",)) and
                    any(within(d, ("core.cli",)) or d.startswith("core.cli_") for d in internal(deps)))
     assert views == [], f"dashboard modules importing CLI code: {views}"
-    pure_helpers = [m for m in ALL if m.endswith("_state") or m.endswith(".plan_view") or m.endswith(".tables")]
+    pure_helpers = [m for m in ALL if m.endswith(".plan_view")]
     offenders = sorted(m for m in pure_helpers if any(within(d, ("core.zk",)) for d in IMPORTS[m]))
     assert offenders == [], f"pure dashboard helpers importing core.zk: {offenders}"
 

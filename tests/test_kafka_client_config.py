@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import ConfigError, load_config
+from core.policy.config import ConfigError, load_config
 from core.kafka.client_config import (
     ClientConfigError,
     load_command_config,

@@ -18,7 +18,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core import health
-from core.config import ClusterConfig, load_config
+from core.policy.config import ClusterConfig, load_config
 from core.model import ClusterSnapshot
 from sandbox.seed import SandboxSpec
 from core.zk.live import Connection

@@ -123,7 +123,7 @@ def test_the_engine_refuses_log_dir_moves_for_a_partition_being_reassigned_or_un
     from core.errors import KRaftControllerError, ReassignmentInProgressError
     from core.kafka.jbod import execute
     from core.model import TopicPartitionReplicas
-    from core.store import Store
+    from core.audit.store import Store
     from tests.test_topics import snapshot, topic
 
     store = Store(tmp_path / "keel.sqlite")

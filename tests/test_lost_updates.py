@@ -16,8 +16,8 @@ from kazoo.client import KazooClient
 from core import zkformat as zf
 from core.errors import InvalidPartitionsError, KeelError, ValidationError
 from core.plans import parse_reassignment
-from core.store import Store
-from core.zk import election, reassign, topic_admin
+from core.audit.store import Store
+from core.zk import election_writes, reassign_writes, topic_admin
 from core.zk.reader import read_for_write
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
@@ -114,10 +114,10 @@ PLAN = parse_reassignment('{"version":1,"partitions":[{"topic":"t","partition":0
 def test_execute_refuses_when_a_planned_topic_changed_meanwhile(tree, other, store, monkeypatch):
     """The rollback and the throttles were computed from the read: a reassignment made by someone else in
     between would make both wrong."""
-    after_read(monkeypatch, reassign, "_live", lambda: grow(other, "t", {0: [3, 4]}))
+    after_read(monkeypatch, reassign_writes, "_live", lambda: grow(other, "t", {0: [3, 4]}))
     configs = dump_tree(tree, "/config")
     with pytest.raises(ValidationError, match="changed while the reassignment was being written"):
-        reassign.execute(tree, store, PLAN, cluster="c", throttle=1000)
+        reassign_writes.execute(tree, store, PLAN, cluster="c", throttle=1000)
     assert dump_tree(tree, "/config") == configs  # no throttle written
     assert not tree.exists(zf.REASSIGN)
     assert topic_partitions(tree, "t") == [0, 1]
@@ -126,15 +126,15 @@ def test_execute_refuses_when_a_planned_topic_changed_meanwhile(tree, other, sto
 def test_execute_does_not_overwrite_a_config_changed_meanwhile(tree, other, store, monkeypatch):
     def set_retention():
         other.set(zf.topic_config_path("u"), zf.encode_config({"retention.ms": "7"}))
-    after_read(monkeypatch, reassign, "_live", set_retention)
+    after_read(monkeypatch, reassign_writes, "_live", set_retention)
     with pytest.raises(ValidationError, match="changed while the reassignment was being written"):
-        reassign.execute(tree, store, PLAN, cluster="c", throttle=1000)
+        reassign_writes.execute(tree, store, PLAN, cluster="c", throttle=1000)
     assert zf.decode_config(tree.get(zf.topic_config_path("u")).data, "") == {"retention.ms": "7"}
     assert not tree.exists(zf.REASSIGN)
 
 
 def test_verify_does_not_overwrite_a_config_changed_meanwhile(tree, other, store, monkeypatch):
-    reassign.execute(tree, store, PLAN, cluster="c", throttle=1000)
+    reassign_writes.execute(tree, store, PLAN, cluster="c", throttle=1000)
     # the controller's work, done by hand: targets reached, node deleted
     for topic, partition, replicas in (("t", 0, [4, 2]), ("u", 0, [3, 4])):
         grow(other, topic, {partition: replicas})
@@ -144,33 +144,33 @@ def test_verify_does_not_overwrite_a_config_changed_meanwhile(tree, other, store
         data = json.loads(other.get(zf.topic_config_path("t"))[0])
         data["config"]["retention.ms"] = "99"
         other.set(zf.topic_config_path("t"), json.dumps(data).encode())
-    after_read(monkeypatch, reassign, "_live", set_retention)
+    after_read(monkeypatch, reassign_writes, "_live", set_retention)
     with pytest.raises(ValidationError, match="changed while the throttles were being removed"):
-        reassign.verify(tree, store, PLAN, cluster="c")
+        reassign_writes.verify(tree, store, PLAN, cluster="c")
     config = zf.decode_config(tree.get(zf.topic_config_path("t")).data, "")
     assert config["retention.ms"] == "99"  # kept; the throttles go on the next verify
     monkeypatch.undo()
-    assert reassign.verify(tree, store, PLAN, cluster="c").throttles_removed
+    assert reassign_writes.verify(tree, store, PLAN, cluster="c").throttles_removed
     config = zf.decode_config(tree.get(zf.topic_config_path("t")).data, "")
     assert config == {"retention.ms": "99"}
 
 
 def test_rollback_refuses_when_a_topic_changed_meanwhile(tree, other, store, monkeypatch):
-    done = reassign.execute(tree, store, PLAN, cluster="c")
+    done = reassign_writes.execute(tree, store, PLAN, cluster="c")
     for topic, partition, replicas in (("t", 0, [4, 2]), ("u", 0, [3, 4])):
         grow(other, topic, {partition: replicas})
     other.delete(zf.REASSIGN)
-    after_read(monkeypatch, reassign, "_live", lambda: grow(other, "u", {0: [4, 3]}))
+    after_read(monkeypatch, reassign_writes, "_live", lambda: grow(other, "u", {0: [4, 3]}))
     with pytest.raises(ValidationError, match="changed while the reassignment was being written"):
-        reassign.rollback(tree, store, done.action_id, cluster="c")
+        reassign_writes.rollback(tree, store, done.action_id, cluster="c")
     assert not tree.exists(zf.REASSIGN)
 
 
 def test_election_refuses_when_the_preferred_replica_changed_meanwhile(tree, other, store, monkeypatch):
     # u-0: replicas [3, 1], leader 1 -> the preferred replica 3 is eligible.
-    after_read(monkeypatch, election, "read_for_write", lambda: grow(other, "u", {0: [1, 3]}))
+    after_read(monkeypatch, election_writes, "read_for_write", lambda: grow(other, "u", {0: [1, 3]}))
     with pytest.raises(ValidationError, match="changed while it was being written"):
-        election.trigger(tree, store, cluster="c", topic="u")
+        election_writes.trigger(tree, store, cluster="c", topic="u")
     assert not tree.exists(zf.PREFERRED_ELECTION)
 
 
@@ -195,7 +195,7 @@ def test_every_write_path_reports_keel_errors_only(tree, store):
     topic_admin.add_partitions(tree, store, topic_admin.draft_add_partitions(snap, "t", 3), cluster="c")
     topic_admin.alter_config(tree, store, "t", {"cleanup.policy": "compact"}, cluster="c")
     try:
-        election.trigger(tree, store, cluster="c", topic="u")
+        election_writes.trigger(tree, store, cluster="c", topic="u")
     except KeelError as e:  # pragma: no cover - a failure message is more useful than a bare assert
         pytest.fail(str(e))
     assert tree.exists(zf.PREFERRED_ELECTION)

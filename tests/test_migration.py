@@ -1,4 +1,4 @@
-"""ZooKeeper -> KRaft migration (core.migration, core.zk.migration, zkformat's /migration) on a tree written as
+"""ZooKeeper -> KRaft migration (core.migration, core.zk.migration_state, zkformat's /migration) on a tree written as
 Kafka 3.9's migrating KRaft controller writes it.
 
 The payloads are Kafka 3.9.1's own bytes: `kafka.zk.MigrationZNode.encode(new ZkMigrationLeadershipState(3000, 5,
@@ -16,7 +16,7 @@ from core import zkformat as zf
 from core.cli import main
 from core.errors import CorruptZnodeError, KRaftControllerError
 from core.migration import kraft_brokers, migration_status
-from core.zk.migration import read_migration, read_migration_status
+from core.zk.migration_state import read_migration, read_migration_status
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.kafka_tree import write_cluster, write_topic

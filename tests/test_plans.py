@@ -9,10 +9,8 @@ import pytest
 from core import plans
 from core.errors import PlanError
 from core.model import Broker, ClusterSnapshot, Partition, Topic
-from core.plans import (ReassignmentEntry, ReassignmentPlan, format_election,
-                        format_reassignment, format_topics_to_move, parse_election, parse_reassignment,
-                        parse_topics_to_move, rollback_for, validate_reassignment,
-                        validate_topics_to_move)
+from core.plans import (ReassignmentEntry, ReassignmentPlan, format_election, format_reassignment, parse_election,
+                        parse_reassignment, parse_topics_to_move, rollback_for, validate_reassignment)
 
 
 def snapshot() -> ClusterSnapshot:
@@ -60,12 +58,6 @@ def test_topics_to_move_parse_keeps_file_order_and_defaults_the_version():
 ])
 def test_topics_to_move_refusals(text, message):
     raises(lambda: parse_topics_to_move(text), message)
-
-
-def test_topics_to_move_validation_and_format():
-    validate_topics_to_move(["t", "a-b"], snapshot())
-    raises(lambda: validate_topics_to_move(["t", "gone"], snapshot()), "Topic gone not found.")
-    assert format_topics_to_move(["t", "a-b"]) == '{"topics":[{"topic":"a-b"},{"topic":"t"}],"version":1}'
 
 
 # --- reassignment ---------------------------------------------------------------------------------

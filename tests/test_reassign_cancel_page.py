@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from core import zkformat as zf
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from tests.kafka_tree import dump_tree
 from tests.test_dashboard_actions import (  # noqa: F401  (store: fixture; fresh_connections: autouse fixture)
     by_prefix,
@@ -57,7 +57,7 @@ def open_reassign(tmp_path, monkeypatch, clusters: dict, **config):
 
 def execute_from_page(at, document: dict):
     """Import `document` on the page and execute it (unthrottled): the session then follows it."""
-    at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
     at.text_area(key="ra_import_text").input(json.dumps(document)).run()
     by_prefix(at.checkbox, "ra_confirm_").check().run()
     at.button(key="ra_execute").click().run()

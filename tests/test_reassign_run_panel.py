@@ -17,8 +17,8 @@ import pytest
 
 from core import zkformat as zf
 from core.plans import ReassignmentEntry, ReassignmentPlan, parse_reassignment, reassignment_status
-from core.zk import reassign
-from dashboard.reassign import plan_view as rs
+from core.zk import reassign_writes
+from dashboard.reassign import plan_view
 from tests.kafka_tree import write_topic
 from tests.sandbox_helpers import wait_until
 from tests.test_dashboard_actions import ACTOR, ok, open_page, store  # noqa: F401  (store: fixture)
@@ -84,9 +84,9 @@ def _follow(at, action_id: int) -> None:
 def test_a_verified_run_is_followed_as_verified_and_a_rollback_is_named_so(quick, zk_connect, tmp_path, monkeypatch,
                                                                            store):
     plan = _one_move(quick)
-    done = reassign.execute(quick.session, store, plan, cluster="demo", throttle=5_000_000, actor=ACTOR)
+    done = reassign_writes.execute(quick.session, store, plan, cluster="demo", throttle=5_000_000, actor=ACTOR)
     _finished(quick, plan)
-    assert reassign.verify(quick.session, store, plan, cluster="demo", actor=ACTOR).complete
+    assert reassign_writes.verify(quick.session, store, plan, cluster="demo", actor=ACTOR).complete
     assert store.action(done.action_id).completed_at
 
     # another session picks it up from the list of earlier runs
@@ -97,7 +97,7 @@ def test_a_verified_run_is_followed_as_verified_and_a_rollback_is_named_so(quick
     assert "Verify to remove the throttles" not in panel
 
     # its rollback, run from the CLI's engine, and the list of earlier runs
-    rolled = reassign.rollback(quick.session, store, done.action_id, cluster="demo", actor=ACTOR)
+    rolled = reassign_writes.rollback(quick.session, store, done.action_id, cluster="demo", actor=ACTOR)
     _finished(quick, recorded_plan(store, rolled.action_id))
     at.button(key="ra_dismiss").click().run()  # the list is offered while the session follows no run
     ok(at)
@@ -117,7 +117,7 @@ def recorded_plan(store, action_id: int) -> ReassignmentPlan:
 
 
 def test_run_labels_are_pure():
-    from core.store import Action
+    from core.audit.store import Action
 
     def action(**kw):
         base = dict(id=7, at="2026-11-22T03:00:00Z", actor="bob", cluster="c", kind="reassignment",
@@ -125,10 +125,10 @@ def test_run_labels_are_pure():
                     payload={}, rollback=None, status="applied", result=None, finished=None)
         return Action(**{**base, **kw})
 
-    assert rs.run_label(action()) == "#7 · 2026-11-22 03:00:00 · bob · reassignment of 27 partitions (27 moving " \
-                                     "replicas sets)"
-    assert rs.run_label(action(kind="rollback", rollback_of=3, completed_at="2026-11-22T04:00:00Z")) == \
+    assert plan_view.run_label(action()) == \
+        "#7 · 2026-11-22 03:00:00 · bob · reassignment of 27 partitions (27 moving replicas sets)"
+    assert plan_view.run_label(action(kind="rollback", rollback_of=3, completed_at="2026-11-22T04:00:00Z")) == \
         "#7 · 2026-11-22 03:00:00 · bob · rollback of action #3 (27 partitions) · verified complete 2026-11-22 04:00:00"
-    assert rs.run_label(action(rolled_back_by=(9,))).endswith("· rolled back by #9")
-    assert rs.epoch("2026-11-22T03:00:00Z") == datetime(2026, 11, 22, 3, tzinfo=timezone.utc).timestamp()
-    assert abs(rs.epoch("not a time") - time.time()) < 60
+    assert plan_view.run_label(action(rolled_back_by=(9,))).endswith("· rolled back by #9")
+    assert plan_view.epoch("2026-11-22T03:00:00Z") == datetime(2026, 11, 22, 3, tzinfo=timezone.utc).timestamp()
+    assert abs(plan_view.epoch("not a time") - time.time()) < 60

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from dashboard.reassign import sizes as broker_sizes
 from tests.test_dashboard_actions import ok, store  # noqa: F401  (store: fixture)
 from tests.test_dashboard_apptest import fresh_connections, live_connection, metrics, texts  # noqa: F401
@@ -34,7 +34,7 @@ def test_unreachable_brokers_give_a_note_once_and_a_file_still_works(frozen_tree
     started = time.monotonic()
     at = open_reassign(tmp_path, monkeypatch, cluster(zk_connect, closed_port))
     assert time.monotonic() - started < 30  # the client's timeout is 2 s here (twice connect_timeout)
-    at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+    at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
     at.text_area(key="ra_import_text").input(json.dumps(PLAN)).run()
     ok(at)
     note = texts(at.caption)
@@ -58,7 +58,7 @@ def test_unreachable_brokers_give_a_note_once_and_a_file_still_works(frozen_tree
     # a pasted kafka-log-dirs output is used instead
     at.text_area(key="ra_sizes_text").input(json.dumps(LOG_DIRS)).run()
     ok(at)
-    assert metrics(at)["Bytes moved"] == rs.human_bytes(2_000_000)
+    assert metrics(at)["Bytes moved"] == plan_view.human_bytes(2_000_000)
     assert "Partition sizes could not be read" not in texts(at.caption)
 
 

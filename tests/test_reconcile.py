@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from core import zkformat as zf
-from core.config import ClusterConfig
+from core.policy.config import ClusterConfig
 from core.plans import parse_reassignment
-from core.store import Store
+from core.audit.store import Store
 from core.topics import draft_add_partitions, draft_create_topic
-from core.zk import election, faults, reassign, topic_admin
+from core.zk import election_writes, faults, reassign_writes, topic_admin
 from core.zk.reconcile import GRACE_SECONDS, UNKNOWN_ELECTION, reconcile_pending
 from core.zk.session import ZkSession
 from tests.kafka_tree import write_cluster, write_topic
@@ -218,37 +218,39 @@ def plan(*entries) -> object:
 
 def test_reassignment_in_flight_done_or_never_written(tree, store, monkeypatch):
     moves = plan(("orders", 0, [2, 3]), ("orders", 1, [2, 3]))
-    interrupted(monkeypatch, "after-multi", reassign.execute, tree, store, moves, cluster="c", throttle=1000)
+    interrupted(monkeypatch, "after-multi", reassign_writes.execute, tree, store, moves, cluster="c", throttle=1000)
     [(ok, why)] = settle(tree, store).values()
     assert ok and zf.REASSIGN in why
 
     # the controller finished it (node deleted, partitions at target) before anyone looked
     tree.delete(zf.REASSIGN)
-    interrupted(monkeypatch, "after-multi", reassign.execute, tree, store, plan(("orders", 2, [1, 2])), cluster="c")
+    interrupted(monkeypatch, "after-multi", reassign_writes.execute, tree, store, plan(("orders", 2, [1, 2])),
+                cluster="c")
     tree.delete(zf.REASSIGN)
     tree.set(zf.topic_path("orders"), zf.encode_topic({0: [2, 3], 1: [2, 3], 2: [1, 2]}, topic_id="AAAAAAAAAAAAAAAAAAAAAA"))
     [(ok, why)] = settle(tree, store).values()
     assert ok and "at or moving to their targets" in why
 
-    interrupted(monkeypatch, "before-multi", reassign.execute, tree, store, plan(("orders", 2, [3, 1])), cluster="c")
+    interrupted(monkeypatch, "before-multi", reassign_writes.execute, tree, store, plan(("orders", 2, [3, 1])),
+                cluster="c")
     [(ok, why)] = settle(tree, store).values()
     assert not ok and "orders-2" in why
 
 
 def test_preferred_election_rule(tree, store, monkeypatch):
     # found in the node: applied
-    interrupted(monkeypatch, "after-multi", election.trigger, tree, store, cluster="c", topic="ledger")
+    interrupted(monkeypatch, "after-multi", election_writes.trigger, tree, store, cluster="c", topic="ledger")
     [(ok, why)] = settle(tree, store).values()
     assert ok and zf.PREFERRED_ELECTION in why and UNKNOWN_ELECTION not in why
 
     # node gone, leaders unchanged: not applied, but said to be unknown
     tree.delete(zf.PREFERRED_ELECTION)
-    interrupted(monkeypatch, "before-multi", election.trigger, tree, store, cluster="c", topic="ledger")
+    interrupted(monkeypatch, "before-multi", election_writes.trigger, tree, store, cluster="c", topic="ledger")
     [(ok, why)] = settle(tree, store).values()
     assert not ok and why.startswith(f"reconciled: {UNKNOWN_ELECTION}") and "1 of 1 partitions (ledger-0)" in why
 
     # node gone, every partition led by its preferred replica: applied, inferred
-    interrupted(monkeypatch, "after-multi", election.trigger, tree, store, cluster="c", topic="ledger")
+    interrupted(monkeypatch, "after-multi", election_writes.trigger, tree, store, cluster="c", topic="ledger")
     tree.delete(zf.PREFERRED_ELECTION)
     tree.set(zf.state_path("ledger", 0), zf.encode_partition_state(1, 1, 1, [1, 2]))  # as the controller would
     [result] = reconcile_pending(tree, store, "c", grace=0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core import zkformat as zf
 from core.model import TopicPartitionReplicas
-from core.store import Store
+from core.audit.store import Store
 from core.zk.reconcile import reconcile_pending
 from core.zk.session import ZkSession
 from tests.kafka_tree import write_cluster, write_topic

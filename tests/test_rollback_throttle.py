@@ -14,8 +14,9 @@ import pytest
 
 from core import zkformat as zf
 from core.cli import main
-from core.store import Store
-from core.zk.reassign import AS_RECORDED, FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED, rollback
+from core.audit.store import Store
+from core.zk.reassign_writes import (AS_RECORDED, FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED,
+                                     rollback)
 from core.zk.session import ZkSession
 from tests.kafka_tree import dump_tree, write_cluster, write_topic
 from tests.test_dashboard_actions import ACTOR, by_prefix, errors, ok, store  # noqa: F401  (store: fixture)

@@ -1,6 +1,6 @@
 """The SQLite audit store: actions recorded before writes, finished after, plans saved."""
 
-from core.store import Store
+from core.audit.store import Store
 
 
 def test_action_lifecycle(tmp_path):

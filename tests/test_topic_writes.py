@@ -24,7 +24,7 @@ from core.errors import (
     KRaftControllerError,
     TopicExistsError,
 )
-from core.store import Store
+from core.audit.store import Store
 from core.topics import draft_add_partitions, draft_create_topic
 from core.zk import topic_admin
 from core.zk.session import ZkSession

@@ -38,7 +38,6 @@ from core.topics import (
     check_not_exists,
     collision_warning,
     config_diff,
-    config_names,
     draft_add_partitions,
     draft_alter_config,
     draft_create_topic,
@@ -268,6 +267,11 @@ def test_server_default_properties():
     assert TOPIC_CONFIGS["max.message.bytes"].server_default_property == "message.max.bytes"
     assert TOPIC_CONFIGS["file.delete.delay.ms"].server_default_property == "log.segment.delete.delay.ms"
     assert TOPIC_CONFIGS["remote.storage.enable"].server_default_property is None
+
+
+def config_names(version=None) -> list[str]:
+    """The topic-level config names a Kafka version knows (all of them when no version is given)."""
+    return [name for name, d in TOPIC_CONFIGS.items() if d.exists_in(parse_kafka_version(version))]
 
 
 def test_config_names_by_version():

@@ -13,12 +13,12 @@ import pytest
 
 from core import zkformat as zf
 from core.cli import main
-from core.store import Store
-from core.zk import reassign
+from core.audit.store import Store
+from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from tests.kafka_tree import write_cluster, write_topic
 
-RATES = (reassign.LEADER_RATE, reassign.FOLLOWER_RATE)
+RATES = (reassign_writes.LEADER_RATE, reassign_writes.FOLLOWER_RATE)
 PLAN = {"version": 1, "partitions": [{"topic": "keep", "partition": 0, "replicas": [3, 2]},
                                      {"topic": "doomed", "partition": 0, "replicas": [3, 1]},
                                      {"topic": "doomed", "partition": 1, "replicas": [1, 3]}]}
@@ -83,7 +83,7 @@ def test_verify_finishes_and_removes_throttles_when_a_topic_was_deleted(cluster,
     assert "Throttle was removed." in out
     assert rates_left(cluster) == {}
     keep = zf.decode_config(cluster.get(zf.topic_config_path("keep")).data, "")
-    assert not {reassign.LEADER_THROTTLED, reassign.FOLLOWER_THROTTLED} & keep.keys()
+    assert not {reassign_writes.LEADER_THROTTLED, reassign_writes.FOLLOWER_THROTTLED} & keep.keys()
     assert not cluster.exists(zf.topic_config_path("doomed"))  # not re-created by the throttle removal
     [removal] = Store(store).actions(kind="remove-throttles")
     assert removal.status == "applied" and "2 no longer exist" in removal.summary
@@ -102,10 +102,11 @@ def test_verify_of_an_unknown_topic_says_the_partition_does_not_exist(cluster, z
 
 def test_verify_keeps_waiting_while_a_partition_is_still_moving(cluster, zk_connect, tmp_path):
     store = Store(tmp_path / "s.sqlite")
-    plan = reassign.parse_reassignment(json.dumps(PLAN))
-    reassign.execute(cluster, store, plan, cluster="c", throttle=1000)
+    plan = reassign_writes.parse_reassignment(json.dumps(PLAN))
+    reassign_writes.execute(cluster, store, plan, cluster="c", throttle=1000)
     delete_as_the_controller(cluster, "doomed")  # keep-0 is still listed in /admin/reassign_partitions
-    result = reassign.verify(cluster, store, plan, cluster="c")
+    result = reassign_writes.verify(cluster, store, plan, cluster="c")
     assert not result.complete and not result.throttles_removed
-    assert [p.status for p in result.partitions] == [reassign.GONE, reassign.GONE, reassign.IN_FLIGHT]
+    statuses = [p.status for p in result.partitions]
+    assert statuses == [reassign_writes.GONE, reassign_writes.GONE, reassign_writes.IN_FLIGHT]
     assert rates_left(cluster)

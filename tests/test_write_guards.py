@@ -21,7 +21,7 @@ import pytest
 
 from core import zkformat as zf
 from core.errors import ZkNodeExistsError
-from core.store import Store
+from core.audit.store import Store
 from core.zk.ops import Op
 from core.zk.session import ZkSession
 from core.zk.topic_admin import MAX_COLLIDING_CHECKS, colliding_names

@@ -21,7 +21,7 @@ import pytest
 
 from core import zkformat as zf
 from sandbox.processes import zkserver
-from core.store import Store
+from core.audit.store import Store
 from core.zk.reconcile import SETTLE_SYNC_TIMEOUT, reconcile_pending
 from core.zk.session import CLOSE_TIMEOUT, ZkSession
 from tests.kafka_tree import write_cluster, write_topic

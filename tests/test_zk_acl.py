@@ -23,7 +23,7 @@ from core import zkformat as zf
 from core.cli import main
 from core.errors import ZooKeeperAuthError
 from sandbox.processes import zkserver
-from core.store import Store
+from core.audit.store import Store
 from core.zk.session import TlsOptions, ZkSession, ZkSettings
 from core.zk.wire import WireReader, WireSettings
 from tests.kafka_tree import write_cluster, write_topic

@@ -36,7 +36,7 @@ from kazoo.client import KazooClient
 from streamlit.testing.v1 import AppTest
 
 from core import zkformat as zf
-from core.config import ClusterConfig
+from core.policy.config import ClusterConfig
 from core.errors import ZooKeeperUnreachableError
 from sandbox.emulator.controller import ControllerEmulator
 from sandbox.seed import EMULATOR, SandboxSpec, decode_status, seed_cluster

@@ -54,7 +54,7 @@ def seconds(maximum: float) -> Callable[[str], float]:
 
 
 # The bounds of Keel's time options (seconds).
-CONNECT = 300.0  # as keel.toml's connect_timeout (core.config)
+CONNECT = 300.0  # as keel.toml's connect_timeout (core.policy.config)
 REQUEST = 3600.0  # one ZooKeeper write, one broker request
 WAIT = 86_400.0  # waiting for the controller or the brokers to finish something
 

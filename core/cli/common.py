@@ -21,7 +21,7 @@ from core.cli.argtypes import CONNECT, REQUEST, seconds
 from core.errors import KeelError, SecretError, ValidationError
 
 if TYPE_CHECKING:
-    from core.store import Store
+    from core.audit.store import Store
     from core.zk.session import ZkSession
 
 
@@ -200,9 +200,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 
-# --- writes: through the gate (core.gate), as the CLI's identity ---------------------------------------------
+# --- writes: through the gate (core.policy.gate), as the CLI's identity ---------------------------------------------
 
-# The commands that write and the kind each records (core.access.needed_role: delete-topic and rollback need admin).
+# The commands that write and the kind each records (core.policy.access.needed_role: delete-topic and rollback need
+# admin).
 WRITE_COMMANDS = {"create-topic": "create-topic", "add-partitions": "add-partitions", "alter-config": "alter-config",
                   "delete-topic": "delete-topic", "elect": "preferred-election", "execute": "reassignment",
                   "verify": "remove-throttles", "rollback": "rollback", "cancel": "cancel-reassignment",
@@ -221,7 +222,7 @@ class Writing:
 
 @lru_cache(maxsize=256)
 def resolve_host(host: str, port: int) -> frozenset[str]:
-    """The addresses a ZooKeeper or broker host name stands for (core.gate compares clusters by them); the name
+    """The addresses a ZooKeeper or broker host name stands for (core.policy.gate compares clusters by them); the name
     itself when it does not resolve."""
     try:
         return frozenset(str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
@@ -231,10 +232,10 @@ def resolve_host(host: str, port: int) -> frozenset[str]:
 
 def cluster_name(args: argparse.Namespace) -> str:
     """The name a snapshot the command line writes records: --cluster when given, else the keel.toml cluster that
-    --zk reaches however it is spelled (core.gate.identify, as a write names it in History), else the canonical
+    --zk reaches however it is spelled (core.policy.gate.identify, as a write names it in History), else the canonical
     connect string. Never "": a snapshot file must say which cluster it holds."""
-    from core import gate
-    from core.config import ConfigError, load_cli_config
+    from core.policy import gate
+    from core.policy.config import ConfigError, load_cli_config
 
     if getattr(args, "cluster", None):
         return args.cluster
@@ -248,7 +249,7 @@ def cluster_name(args: argparse.Namespace) -> str:
 
 @contextmanager
 def write_session(args: argparse.Namespace) -> Iterator[Writing]:
-    """The only way a command writes: ZooKeeper opened, then core.gate's admission as source `cli` with the OS
+    """The only way a command writes: ZooKeeper opened, then core.policy.gate's admission as source `cli` with the OS
     user ($KEEL_ACTOR overrides): keel.toml's read_only and roles on the cluster the connect string reaches
     (however spelled), and the cluster's migration state read now. A refusal is recorded; actions an
     interrupted run left pending on this cluster are settled; what the write records names actor, role and the
@@ -257,10 +258,10 @@ def write_session(args: argparse.Namespace) -> Iterator[Writing]:
         with zk_session(args) as session:
             yield Writing(session, None, getattr(args, "cluster", None) or args.zk)
         return
-    from core import access, gate
-    from core.config import ConfigError, load_cli_config
-    from core.store import Store, default_actor
-    from core.zk.migration import ZkClusterProbe
+    from core.policy import access, gate
+    from core.policy.config import ConfigError, load_cli_config
+    from core.audit.store import Store, default_actor
+    from core.zk.migration_state import ZkClusterProbe
 
     command = args.command
     kind = WRITE_COMMANDS[command]

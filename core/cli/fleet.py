@@ -82,7 +82,7 @@ def _check_sizes_file(path: str, option: str) -> None:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     from core.cli.io import check_output_dir
-    from core.config import load_config
+    from core.policy.config import load_config
     from core.fleet.export import collect
 
     check_output_dir(args.out, "--out")

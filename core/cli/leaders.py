@@ -39,7 +39,7 @@ def _print_selection(selection) -> None:
 def cmd_elect(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
     from core.plans import format_election
-    from core.zk.election import plan_election, trigger, wait_for_outcome
+    from core.zk.election_writes import plan_election, trigger, wait_for_outcome
 
     scope = _scope(args)
     with write_session(args) as w:

@@ -199,7 +199,7 @@ def cmd_restart_check(args: argparse.Namespace) -> int:
 
 def cmd_migration(args: argparse.Namespace) -> int:
     from core.cli.common import zk_session
-    from core.zk.migration import read_migration
+    from core.zk.migration_state import read_migration
     from core.zk.reader import read_snapshot
     from core.migration import migration_status
 

@@ -4,7 +4,7 @@
 the Reassign page plans on the same), and writes Kafka's reassignment JSON plus an optional report of the metrics;
 `plan --import FILE` validates and scores a plan made elsewhere with the same report. Partition sizes come from
 a kafka-log-dirs file (`--sizes`) or from the brokers (`--bootstrap-server`, the Admin API's describeLogDirs).
-`execute`, `verify` and `rollback` act through core.zk.reassign; `cancel` (Kafka 2.4+) through the Admin API
+`execute`, `verify` and `rollback` act through core.zk.reassign_writes; `cancel` (Kafka 2.4+) through the Admin API
 (core.kafka) and then ZooKeeper for the throttles.
 """
 
@@ -155,7 +155,7 @@ def _plan_file(path: str):
 
 def cmd_execute(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
-    from core.zk.reassign import execute
+    from core.zk.reassign_writes import execute
 
     from core.errors import RiskNotAcceptedError
 
@@ -202,7 +202,7 @@ def rollback_command(args: argparse.Namespace, action_id: int) -> str:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
-    from core.zk.reassign import COMPLETE, GONE, verify
+    from core.zk.reassign_writes import COMPLETE, GONE, verify
 
     plan = _plan_file(args.reassignment_json_file)
     with write_session(args) as w:
@@ -223,7 +223,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
-    from core.zk.reassign import AS_RECORDED, rollback
+    from core.zk.reassign_writes import AS_RECORDED, rollback
 
     throttle = None if args.no_throttle else AS_RECORDED if args.throttle is None else args.throttle
     with write_session(args) as w:
@@ -246,7 +246,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     from core.cli.common import kafka_admin, write_session
     from core.plans import format_reassignment
-    from core.zk.reassign import cancel
+    from core.zk.reassign_writes import cancel
 
     if not args.bootstrap_server:
         raise ValidationError("cancel needs Kafka's Admin API (Kafka 2.4+): give --bootstrap-server "

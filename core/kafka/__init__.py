@@ -2,7 +2,7 @@
 
 `core.kafka.admin` is the ONLY importer of kafka-python (as core/zk is of kazoo); its exceptions become
 KafkaAdminError (a KeelError) there. This package's __init__ and `bootstrap` / `logdirs` are pure, so that
-`core.config` can validate a `bootstrap` list without loading the client: import the client from
+`core.policy.config` can validate a `bootstrap` list without loading the client: import the client from
 `core.kafka.admin` where it is used.
 """
 

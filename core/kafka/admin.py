@@ -177,7 +177,7 @@ class KafkaAdmin:
 
     @classmethod
     def for_cluster(cls, cluster, *, timeout: float | None = None) -> "KafkaAdmin":
-        """The client for a keel.toml cluster (core.config.ClusterConfig with `bootstrap`)."""
+        """The client for a keel.toml cluster (core.policy.config.ClusterConfig with `bootstrap`)."""
         if not cluster.bootstrap:
             raise KafkaAdminError(f"cluster {cluster.name} has no bootstrap servers in keel.toml",
                                   hint='add bootstrap = "host:port,..." (and command_config for SASL / TLS)')

@@ -1,5 +1,5 @@
 """Kafka bootstrap server lists (`host:port,host:port`), as keel.toml's `bootstrap` and `--bootstrap-server`
-take them. Pure: no I/O, no kafka-python (core.config validates with this without loading the client)."""
+take them. Pure: no I/O, no kafka-python (core.policy.config validates with this without loading the client)."""
 
 from __future__ import annotations
 

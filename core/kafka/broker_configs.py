@@ -70,8 +70,8 @@ def read_broker_defaults(admin: KafkaAdmin, brokers: Iterable[int], *, min_isr: 
 
 
 class BrokerDefaultsReader:
-    """The latest `BrokerDefaults` of one keel.toml cluster (core.config.ClusterConfig with bootstrap), read in the
-    background; see the module doc. Thread-safe; `close()` when the cluster's connection is released."""
+    """The latest `BrokerDefaults` of one keel.toml cluster (core.policy.config.ClusterConfig with bootstrap), read in
+    the background; see the module doc. Thread-safe; `close()` when the cluster's connection is released."""
 
     def __init__(self, cluster, *, refresh: float = REFRESH_SECONDS, retry: float = RETRY_SECONDS,
                  timeout: float | None = None):
@@ -108,11 +108,6 @@ class BrokerDefaultsReader:
             return unknown(f"the brokers' own settings are being read through {self.cluster.bootstrap} (no answer "
                            f"within {wait:g} s yet)", **self._assumed())
         return latest
-
-    def refresh_now(self) -> None:
-        """Read again at the next `get` (e.g. after a broker's settings were changed by hand)."""
-        with self._lock:
-            self._ended = float("-inf")
 
     def _start(self, brokers: frozenset[int]) -> None:
         thread = threading.Thread(target=self._read, args=(brokers,), daemon=True,

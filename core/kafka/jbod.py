@@ -19,7 +19,7 @@ from core.errors import KRaftControllerError, ReassignmentInProgressError, Valid
 from core.kafka.admin import KafkaAdmin
 from core.logdirs import DirRequest, JbodView, load_plan, parse_dir_plan, view_from_document
 from core.model import ClusterSnapshot
-from core.store import Store
+from core.audit.store import Store
 
 Key = tuple[str, int, int]  # topic, partition, broker
 
@@ -85,7 +85,7 @@ def execute(admin: KafkaAdmin, store: Store, plan: str | bytes | Mapping, snapsh
     """Move replicas between the log directories of their broker as the `log_dirs` of `plan` (reassignment JSON)
     say: re-checked against `snapshot` (the live assignment, read right before) and the brokers' directories
     (describeLogDirs, read now), recorded pending before the request and finished with the brokers' answer, as
-    core.zk.reassign.execute records a reassignment. Refused while a KRaft controller owns the cluster and for a
+    core.zk.reassign_writes.execute records a reassignment. Refused while a KRaft controller owns the cluster and for a
     partition being reassigned (its replicas are moving between brokers). ValidationError (nothing recorded as
     applied) when a broker refuses a move; the caller follows the copies with `wait_moved`."""
     if snapshot.controller is not None and snapshot.controller.is_kraft:

@@ -53,7 +53,6 @@ class PolledCluster:
         self.status = "connecting"  # connected | disconnected | connecting | stopped
         self.error: str | None = None
         self.last_good_at: str | None = None  # ISO time of the last successful poll
-        self.last_poll_seconds: float | None = None  # how long the last successful poll took
         self.polls = 0
         self._snapshot: ClusterSnapshot | None = None
         self._content: ClusterSnapshot | None = None
@@ -81,7 +80,6 @@ class PolledCluster:
             self._poll(raise_errors=False)
 
     def _poll(self, *, raise_errors: bool) -> None:
-        started = time.monotonic()
         try:
             snap = self._read(self.admin)
         except Exception as e:  # every failure is the view's status, never the thread's end
@@ -100,7 +98,6 @@ class PolledCluster:
             if self.status != "stopped":
                 self.status, self.error = "connected", None
             self.last_good_at = utc_now_iso()
-            self.last_poll_seconds = time.monotonic() - started
             self._changed.notify_all()
 
     # --- reading -------------------------------------------------------------------------------------

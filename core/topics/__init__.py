@@ -44,7 +44,6 @@ from core.topics.configdef import (  # noqa: F401
     Validator,
     Version,
     config_diff,
-    config_names,
     java_double_str,
     parse_kafka_version,
     validate_topic_config,

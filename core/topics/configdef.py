@@ -436,12 +436,6 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = _defs(
 )
 
 
-def config_names(kafka_version: str | Sequence[int] | None = None) -> list[str]:
-    """The topic-level config names a Kafka version knows (all of them, 1.1 - 3.9, when no version is given)."""
-    version = parse_kafka_version(kafka_version)
-    return [name for name, d in TOPIC_CONFIGS.items() if d.exists_in(version)]
-
-
 def _check_name(key: str, version: Version | None) -> ConfigDef:
     d = TOPIC_CONFIGS.get(key)
     if d is None:

@@ -40,11 +40,6 @@ class EffectiveConfig(NamedTuple):
     static_unknown: bool = False  # no broker's server.properties could be read: the value may not be the real one
 
     @property
-    def kafka_source(self) -> str:
-        """The source as kafka-configs --describe prints it."""
-        return self.source
-
-    @property
     def label(self) -> str:
         """The source in one phrase: 'STATIC_BROKER_CONFIG: log.segment.delete.delay.ms', as Kafka's synonyms read."""
         if self.source == ASSUMED:

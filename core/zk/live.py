@@ -25,7 +25,7 @@ from collections import Counter
 from enum import StrEnum
 from typing import Any, Callable, Hashable
 
-from core.config import ClusterConfig
+from core.policy.config import ClusterConfig
 from core.errors import (
     ConnectStringError,
     KeelError,
@@ -89,7 +89,6 @@ class Connection:
         self.error_kind: ErrorKind | None = None
         self.progress: tuple[str, int, int] | None = None
         self.attempts = 0
-        self.connected_at: str | None = None
         self.disconnected_at: str | None = None  # when the live session last left "connected"
         self.reconnecting = False
         self._down_since: float | None = None
@@ -192,7 +191,6 @@ class Connection:
                     live.record_resync(time.monotonic() - self._down_since,
                                        "reconnected to ZooKeeper with a new session")
                 self.phase, self.failure, self.error_kind = Phase.READY, None, None
-                self.connected_at = utc_now_iso()
                 self.disconnected_at = None
                 self._down_since = None if session.connected else time.monotonic()
                 self.reconnecting = False
@@ -203,7 +201,7 @@ class Connection:
         if old is not None:
             _stop_live(old)
         try:  # settle the audit rows an interrupted run left pending (core.zk.reconcile)
-            from core.store import Store
+            from core.audit.store import Store
             from core.zk.reconcile import reconcile_pending
 
             snap = live.snapshot()
@@ -278,7 +276,7 @@ class Connection:
 
     def write_session(self) -> ZkSession:
         """The live view's ZooKeeper session, for the writes of the action pages (core.zk.topic_admin,
-        core.zk.election): they re-read live state through it before writing. Refused unless connected."""
+        core.zk.election_writes): they re-read live state through it before writing. Refused unless connected."""
         live = self.live
         if live is not None and live.status == "resyncing":
             raise ZooKeeperUnreachableError(

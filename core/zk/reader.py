@@ -108,8 +108,9 @@ def read_for_write(session: ZkSession, *, with_states: bool = True) -> tuple[Clu
     The tree's `versions` are what the write must check.
 
     Every write of the engine starts here, so this is where a ZooKeeper -> KRaft migration refuses it, whatever
-    the front end (core.gate asks the same question earlier, with the actor's identity, to record the refusal)."""
-    from core.zk.migration import refuse_during_migration
+    the front end (core.policy.gate asks the same question earlier, with the actor's identity, to record the
+    refusal)."""
+    from core.zk.migration_state import refuse_during_migration
 
     session.sync()
     tree = load_tree(session, ClusterTree(), with_states=with_states)

@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 from core import zkformat as zf
 from core.errors import KeelError, ZooKeeperUnreachableError
-from core.store import Action, Store
+from core.audit.store import Action, Store
 from core.zk.session import ZkSession, ZkWriteOutcomeUnknownError
 
 log = logging.getLogger(__name__)
@@ -399,7 +399,7 @@ _CHECKS: dict[str, Callable[[ZkSession, Action], Verdict]] = {
     "alter-config": _check_alter_config,
     "delete-topic": _check_delete_topic,
     "reassignment": _check_reassignment,
-    "rollback": _check_reassignment,  # a reassignment's rollback is a reassignment (core.store records its own kind)
+    "rollback": _check_reassignment,  # a reassignment's rollback is a reassignment (the store records its own kind)
     "remove-throttles": _check_remove_throttles,
     "cancel-reassignment": _check_cancel,
     "preferred-election": _check_preferred_election,

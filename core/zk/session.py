@@ -147,7 +147,7 @@ class ZkSession:
         if settings.tls:
             # Missing or non-PEM files would otherwise surface as "could not connect ... is ZooKeeper running?"
             # after the whole connect timeout: check them first and name the file.
-            from core.config import check_tls_files
+            from core.policy.config import check_tls_files
 
             check_tls_files(settings.tls.ca, settings.tls.cert, settings.tls.key, settings.tls.key_password)
             kwargs.update(use_ssl=True, ca=settings.tls.ca, certfile=settings.tls.cert, keyfile=settings.tls.key,

@@ -98,7 +98,7 @@ class ZkSettings:
 
     @classmethod
     def from_cluster(cls, cluster) -> "ZkSettings":
-        """From a keel.toml cluster (core.config.ClusterConfig, or anything with its fields): the one mapping
+        """From a keel.toml cluster (core.policy.config.ClusterConfig, or anything with its fields): the one mapping
         the dashboard, the fleet collector and the CLI's --cluster share, TLS key password and verify included."""
         t = cluster.tls
         tls = None if t is None else TlsOptions(ca=t.ca, cert=t.cert, key=t.key, key_password=t.key_password,

@@ -31,7 +31,7 @@ from core.errors import (
     ZkNoNodeError,
 )
 from core.model import ClusterSnapshot
-from core.store import Store
+from core.audit.store import Store
 from core.topics import (
     AddPartitionsDraft,
     AlterConfigDraft,

@@ -18,14 +18,14 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.config import ConfigError
+from core.policy.config import ConfigError
 from core.errors import KeelError
 from core.fleet.errors import (FleetInputError, FleetOutputError, FleetSchemaError, JavaMissingError, SparkError,
                                SparkMasterUnreachableError)
 from core.fleet.generate import FleetSpec, generate_fleet
 from core.fleet.outputs import read_broker_metrics, read_cluster_scores, read_manifest, read_topic_broker
 from core.fleet.schema import check_store
-from core.store import run_dir
+from core.audit.store import run_dir
 from core.fleet.spark import InvalidMasterError, check_java
 from dashboard import frame, ui
 from dashboard.fleet import charts as fleet_charts

@@ -9,7 +9,7 @@ view picked under "Before and after" is drawn (one figure instead of six).
 Thin: the plan comes from core.balance (an imported document is parsed and validated by core.plans, then scored with
 the same metrics), shaped for drawing by dashboard.reassign.plan_view. Plans are cached per (snapshot generation,
 request) in the connection's memo, shared by every session, so a rerun re-plans nothing. Execute binds the document
-on screen to the button; dashboard.reassign.run writes it through core.zk.reassign and follows the run.
+on screen to the button; dashboard.reassign.run writes it through core.zk.reassign_writes and follows the run.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import streamlit as st
 from core.balance.sizes import parse_log_dirs
 from core.errors import KeelError
 from core.plans import plan_risks
-from core.zk import reassign
+from core.zk import reassign_writes
 from dashboard import actions, charts, frame, ops_panels, ui
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from dashboard.reassign import run as reassign_run
 from dashboard.reassign.sizes import from_brokers as broker_sizes_of
 from dashboard.text import md, md_text
@@ -43,8 +43,8 @@ st.caption(f"Cluster **{ctx.cluster.name}** · plan, execute, verify and roll ba
            "kafka-reassign-partitions.sh does in ZooKeeper mode")
 live_snap = frame.live_snapshot(conn, in_fragment=False)
 generation = conn.live.generation if conn.live is not None else 0
-# Plans are made on the cluster as it will be once a running reassignment completes (see rs.settled).
-snap = conn.derived("reassign.settled", live_snap, rs.settled)
+# Plans are made on the cluster as it will be once a running reassignment completes (see plan_view.settled).
+snap = conn.derived("reassign.settled", live_snap, plan_view.settled)
 
 
 # --- inputs -----------------------------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def broker_sizes() -> tuple[dict | None, str | None]:
                     f"{md_text(got.error).rstrip('.')}. Bytes moved and the time estimate are unknown; upload `kafka-log-dirs.sh --describe` output "
                     "under Partition sizes, or read again.")
     else:
-        row.caption(f"Partition sizes: {len(got.sizes):,} partitions, {rs.human_bytes(sum(got.sizes.values()))} "
+        row.caption(f"Partition sizes: {len(got.sizes):,} partitions, {plan_view.human_bytes(sum(got.sizes.values()))} "
                     f"(largest replica per partition), read from the brokers at "
                     f"{time.strftime('%H:%M:%S UTC', time.gmtime(got.at))} (describeLogDirs, as `kafka-log-dirs.sh "
                     "--describe` shows them).")
@@ -103,7 +103,7 @@ def sizes_input() -> tuple[dict | None, str | None, bool]:
                             placeholder='{"version":1,"brokers":[{"broker":1,"logDirs":[...]}]}')
         data = read_input(up, text)
         if data is not None:
-            key = rs.digest(data)
+            key = plan_view.digest(data)
             cached = st.session_state.get(SIZES)
             if cached is None or cached[0] != key:
                 try:
@@ -113,7 +113,7 @@ def sizes_input() -> tuple[dict | None, str | None, bool]:
                     return None, None, True
                 st.session_state[SIZES] = cached
             sizes = cached[1]
-            st.caption(f"{len(sizes):,} partition sizes, {rs.human_bytes(sum(sizes.values()))} in total "
+            st.caption(f"{len(sizes):,} partition sizes, {plan_view.human_bytes(sum(sizes.values()))} in total "
                        f"(largest replica per partition)" + (" · from the uploaded file" if up is not None else ""))
             return sizes, key, False
         if ctx.cluster.bootstrap:
@@ -139,16 +139,16 @@ def broker_label(b: int, held: dict[int, int]) -> str:
 
 
 st.subheader("Goal", anchor=False)
-goal = st.radio("Goal", rs.GOALS, horizontal=True, key="goal", label_visibility="collapsed", bind="query-params",
+goal = st.radio("Goal", plan_view.GOALS, horizontal=True, key="goal", label_visibility="collapsed", bind="query-params",
                 on_change=reassign_run.goal_changed)
-held = conn.derived("reassign.held", snap, rs.replicas_per_broker)
-empties = conn.derived("reassign.empty", snap, rs.empty_brokers)
+held = conn.derived("reassign.held", snap, plan_view.replicas_per_broker)
+empties = conn.derived("reassign.empty", snap, plan_view.empty_brokers)
 alive_count = len(snap.alive_broker_ids)
 topics: list[str] = []
 drain: list[int] = []
 rf = None
 import_data = None
-if goal == rs.GOAL_REBALANCE:
+if goal == plan_view.GOAL_REBALANCE:
     # the topic list (thousands of names on a large cluster) is sent to the browser only when asked for
     some = st.toggle("Only some topics", key="ra_some_topics", value=bool(st.query_params.get_all("topics")),
                      help="Off: every topic. On: choose them (the list is in the URL: ?topics=a&topics=b)")
@@ -156,14 +156,14 @@ if goal == rs.GOAL_REBALANCE:
         topics = topic_picker("Topics", "topics", "Choose topics…")
     st.caption("Balance replicas and preferred leaders of " + ("these topics" if some else "every topic")
                + " over every alive broker, moving as few replicas as the goal needs.")
-elif goal == rs.GOAL_FILL:
+elif goal == plan_view.GOAL_FILL:
     if empties:
-        st.info(f"**{len(empties)} alive broker(s) hold no replica yet: {rs.ids(empties)}.** The plan gives them "
-                "their share of every topic's replicas.", icon=":material/fiber_new:")
+        st.info(f"**{len(empties)} alive broker(s) hold no replica yet: {plan_view.ids(empties)}.** The plan gives "
+                "them their share of every topic's replicas.", icon=":material/fiber_new:")
     else:
         st.info("Every alive broker already holds replicas: this balances every topic over all alive brokers.",
                 icon=":material/balance:")
-elif goal == rs.GOAL_DRAIN:
+elif goal == plan_view.GOAL_DRAIN:
     # broker ids as labels: the URL holds them (?drain=2&drain=5); the details are listed below
     drain = st.multiselect("Brokers to drain", [b.id for b in snap.brokers], key="drain", bind="query-params",
                            placeholder="Choose brokers…",
@@ -172,7 +172,7 @@ elif goal == rs.GOAL_DRAIN:
     st.caption(" · ".join(md(broker_label(b.id, held)) for b in snap.brokers))
     if not drain:
         st.info("Choose the broker(s) to drain.", icon=":material/edit:")
-elif goal == rs.GOAL_RF:
+elif goal == plan_view.GOAL_RF:
     c = st.columns([4, 1], vertical_alignment="bottom")
     with c[0]:
         topics = topic_picker("Topics", "ra_rf_topics", "Choose topics…")
@@ -200,19 +200,19 @@ else:
     elif upload is not None and text and text.strip():
         st.caption("Using the uploaded file (the pasted text is ignored while a file is uploaded).")
 
-if goal in (rs.GOAL_REBALANCE, rs.GOAL_FILL):
+if goal in (plan_view.GOAL_REBALANCE, plan_view.GOAL_FILL):
     down_held = [b for b in sorted(held) if b not in snap.alive_broker_ids and held[b]]
     if down_held:
-        st.info(f"**Down broker(s) {rs.ids(down_held)} keep their replicas** "
+        st.info(f"**Down broker(s) {plan_view.ids(down_held)} keep their replicas** "
                 f"({', '.join(f'{held[b]:,} on {b}' for b in down_held)}): this goal leaves the partitions holding "
                 "them as they are, since a reassignment keeping a down broker's replica could never complete. To move "
                 "them off, choose **Drain brokers**.", icon=":material/dns:")
 
 st.subheader("Strategy and options", anchor=False)
-importing = goal == rs.GOAL_IMPORT
+importing = goal == plan_view.GOAL_IMPORT
 # one wrapping row of fixed-width inputs: readable at 900 px (they move to the next line) and at 1600 px
 c = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
-strategy = c.selectbox("Strategy", rs.strategies(), key="strategy", disabled=importing, bind="query-params",
+strategy = c.selectbox("Strategy", plan_view.strategies(), key="strategy", disabled=importing, bind="query-params",
                        width=190,
                        help="balanced: moves only what the goal needs (fewest replicas). kafka-generate: what "
                             "kafka-reassign-partitions.sh --generate proposes (every partition re-placed).")
@@ -232,8 +232,8 @@ option_fields = (
     ui.int_field("Wave: L per broker", None, key="ra_wave_l", container=c, errors=below, name="Wave L",
                  optional=True, width=170, placeholder="no limit",
                  help="Waves: at most L replicas moving into or out of any broker at once"),
-    ui.float_field("Throttle (MB/s)", rs.DEFAULT_THROTTLE_MB, key="ra_throttle", container=c, errors=below,
-                   min=0.001, max=(2 ** 63 - 1) // rs.MB, width=150,  # Kafka's rate: a LONG of bytes/s
+    ui.float_field("Throttle (MB/s)", plan_view.DEFAULT_THROTTLE_MB, key="ra_throttle", container=c, errors=below,
+                   min=0.001, max=(2 ** 63 - 1) // plan_view.MB, width=150,  # Kafka's rate: a LONG of bytes/s
                    disabled=not st.session_state.get("ra_throttle_on", True)))
 bad_options = ui.invalid(*option_fields)  # no plan (so no Execute) until every option is a number
 seed, max_moves, wave_k, wave_l, throttle_mb = (f.value for f in option_fields)
@@ -246,7 +246,7 @@ rack_aware = t.toggle("Rack-aware", value=True, key="ra_rack_aware", disabled=im
                       help="Every partition across min(RF, racks) racks (off: --disable-rack-aware)")
 spread = t.toggle("Per-topic spread", value=False, key="ra_spread", disabled=importing,
                   help="Also spread each topic evenly over the brokers (costs more moves)")
-throttle = int(round(throttle_mb * rs.MB)) if throttle_on and throttle_mb is not None else None
+throttle = int(round(throttle_mb * plan_view.MB)) if throttle_on and throttle_mb is not None else None
 if not (throttle_on and throttle_mb is None):  # a throttle that is no number has its message above
     st.caption(f"Throttle: {f'{throttle:,} bytes/s per broker (--throttle {throttle})' if throttle else 'none'}.")
 sizes, sizes_key, bad_sizes = sizes_input()
@@ -255,7 +255,7 @@ sizes, sizes_key, bad_sizes = sizes_input()
 # --- the plan ---------------------------------------------------------------------------------------------
 
 
-def plan_entry(key: str, compute, what: str) -> tuple[rs.Planned | None, Exception | None, bool]:
+def plan_entry(key: str, compute, what: str) -> tuple[plan_view.Planned | None, Exception | None, bool]:
     """(plan, error, just computed): one per (snapshot generation, request), shared by every session."""
     memo = conn.memo(PLANS)
     slot = (generation, key)
@@ -284,7 +284,7 @@ if snap is not live_snap:
     st.info(f"A reassignment of {len(live_snap.in_progress.reassignment):,} partition(s) is running. Plans start "
             "from the cluster as it will be once it completes (those partitions at their target replicas); Kafka "
             "accepts a new reassignment only after it completes.", icon=":material/hourglass_top:")
-planned: rs.Planned | None = None
+planned: plan_view.Planned | None = None
 request = None
 if bad_options:
     st.info("Fix the options above to plan.", icon=":material/edit:")
@@ -292,23 +292,23 @@ elif bad_sizes:
     st.info("Fix or remove the partition sizes to plan.", icon=":material/edit:")
 elif importing:
     if import_data is not None:
-        key = repr(("import", rs.digest(import_data), sizes_key, wave_k, wave_l))
+        key = repr(("import", plan_view.digest(import_data), sizes_key, wave_k, wave_l))
         planned, error, fresh = plan_entry(
-            key, lambda: rs.import_plan(snap, import_data, sizes=sizes, wave_partitions=wave_k,
-                                        wave_broker_moves=wave_l),
+            key, lambda: plan_view.import_plan(snap, import_data, sizes=sizes, wave_partitions=wave_k,
+                                               wave_broker_moves=wave_l),
             "Validating the plan against the live cluster…")
         if error is not None:
             actions.show_error(error)
 else:
-    request = rs.build_request(snap, goal, strategy, topics=topics, drain=drain, replication_factor=rf, sizes=sizes,
-                               max_moves=None if max_moves is None else int(max_moves), seed=seed,
-                               rack_aware=rack_aware, per_topic_spread=spread,
-                               wave_partitions=None if wave_k is None else int(wave_k),
-                               wave_broker_moves=None if wave_l is None else int(wave_l))
+    request = plan_view.build_request(snap, goal, strategy, topics=topics, drain=drain, replication_factor=rf,
+                                      sizes=sizes, max_moves=None if max_moves is None else int(max_moves), seed=seed,
+                                      rack_aware=rack_aware, per_topic_spread=spread,
+                                      wave_partitions=None if wave_k is None else int(wave_k),
+                                      wave_broker_moves=None if wave_l is None else int(wave_l))
     if request is not None:
         scope = f"{len(request.topics):,} topic(s)" if request.topics is not None else "every topic"
         planned, error, fresh = plan_entry(
-            rs.request_key(strategy, request, sizes_key), lambda: rs.run_planner(snap, strategy, request),
+            plan_view.request_key(strategy, request, sizes_key), lambda: plan_view.run_planner(snap, strategy, request),
             f"Planning with {strategy} over {scope} ({snap.partition_count:,} partitions in the cluster)…")
         if error is not None:
             actions.show_error(error)
@@ -321,14 +321,14 @@ if planned is not None:
         st.warning(md_text(w), icon=":material/warning:")
 
 
-def cost_panel(p: rs.Planned) -> None:
+def cost_panel(p: plan_view.Planned) -> None:
     r = p.result.report
-    est = p.derived(f"estimate:{throttle}", lambda: rs.estimate_seconds(p, snap, throttle))
-    n_waves = rs.wave_count(p)
+    est = p.derived(f"estimate:{throttle}", lambda: plan_view.estimate_seconds(p, snap, throttle))
+    n_waves = plan_view.wave_count(p)
     row = ui.metric_row()
     ui.metric(row, "Replicas moved", f"{r.replicas_moved:,}",
               help="New replicas placed on a broker that did not hold the partition (data copied)")
-    ui.metric(row, "Bytes moved", rs.human_bytes(r.bytes_moved, unknown="—"),
+    ui.metric(row, "Bytes moved", plan_view.human_bytes(r.bytes_moved, unknown="—"),
               help="Σ new replicas × partition size" if r.bytes_moved is not None else
               "Unknown without partition sizes (kafka-log-dirs.sh --describe, under the options)")
     bound = (f"Moves ÷ lower bound. Lower bound {r.lower_bound:,}: no plan reaching the same per-broker targets "
@@ -338,22 +338,22 @@ def cost_panel(p: rs.Planned) -> None:
                   help=f"{bound} This plan leaves {r.brokers_off_target[1]:,} broker(s) outside their replica "
                        "share, so it is not compared with the bound.")
     else:
-        ui.metric(row, "Moves ÷ bound", rs.ratio_text(r.moves_over_lower_bound), help=bound)
+        ui.metric(row, "Moves ÷ bound", plan_view.ratio_text(r.moves_over_lower_bound), help=bound)
     ui.metric(row, "Leader changes", f"{r.leader_changes:,}", help="Partitions whose preferred (first) replica changes")
     ui.metric(row, "Waves", f"{n_waves:,}", help="Executed one after another (K / L limits)" if p.result.waves else
               "One document: set K or L to split it")
-    ui.metric(row, "Est. time", rs.human_duration(est, unknown="—"),
+    ui.metric(row, "Est. time", plan_view.human_duration(est, unknown="—"),
               help="Estimated copy time. Per wave: the busiest broker's bytes in or out ÷ the throttle (Kafka "
                    "throttles each broker's replication traffic at this rate), added over the waves. Unknown without "
                    "sizes or a throttle; writes arriving meanwhile are not counted.")
     ui.metric(row, "Partitions changed", f"{len(p.result.proposed):,}")
-    ui.metric(row, "Replica spread", rs.before_after_text((r.replicas[0].spread, r.replicas[1].spread)),
+    ui.metric(row, "Replica spread", plan_view.before_after_text((r.replicas[0].spread, r.replicas[1].spread)),
               help="Max − min replicas per target broker, before → after")
-    ui.metric(row, "Leader spread", rs.before_after_text((r.leaders[0].spread, r.leaders[1].spread)),
+    ui.metric(row, "Leader spread", plan_view.before_after_text((r.leaders[0].spread, r.leaders[1].spread)),
               help="Preferred-leader spread: max − min preferred leaders per target broker, before → after")
-    ui.metric(row, "Rack violations", rs.before_after_text(r.rack_violations),
+    ui.metric(row, "Rack violations", plan_view.before_after_text(r.rack_violations),
               help="Partitions spanning fewer than min(RF, racks) racks, before → after")
-    ui.metric(row, "Off target", rs.before_after_text(r.brokers_off_target),
+    ui.metric(row, "Off target", plan_view.before_after_text(r.brokers_off_target),
               help="Brokers off target: target brokers outside the floor / ceiling of their replica share, "
                    "before → after")
     if r.moves_without_topic_spread is not None:
@@ -367,12 +367,12 @@ def cost_panel(p: rs.Planned) -> None:
 VIEWS = ("Heatmap", "Change", "Per broker")
 
 
-def before_after(p: rs.Planned) -> None:
+def before_after(p: plan_view.Planned) -> None:
     st.subheader("Before and after", anchor=False)
-    brokers = p.derived("brokers", lambda: rs.shown_brokers(snap, p.before, p.result.target))
+    brokers = p.derived("brokers", lambda: plan_view.shown_brokers(snap, p.before, p.result.target))
     alive = [snap.broker_by_id[b].alive if b in snap.broker_by_id else False for b in brokers]
     drained = request.drain_brokers if request is not None else ()
-    marks = rs.broker_marks(snap, drain=drained, empty=empties)
+    marks = plan_view.broker_marks(snap, drain=drained, empty=empties)
     # one view at a time: drawing every figure made the page slow to open (issue 16)
     view = st.segmented_control("View", VIEWS, key="view", default=VIEWS[0], required=True, bind="query-params",
                                 label_visibility="collapsed",
@@ -380,7 +380,7 @@ def before_after(p: rs.Planned) -> None:
                                      "before. Per broker: replicas, preferred leaders (and bytes) per broker.")
     figure_key = repr((view, tuple(sorted(marks.items()))))
     if view in ("Heatmap", "Change"):
-        heat = p.derived("heatmap", lambda: rs.topic_broker_counts(p.before, p.result.target, brokers))
+        heat = p.derived("heatmap", lambda: plan_view.topic_broker_counts(p.before, p.result.target, brokers))
         draw = charts.replica_heatmaps if view == "Heatmap" else charts.replica_change_heatmap
         figs = p.derived(f"figure:{figure_key}",
                          lambda: draw(heat.brokers, alive, heat.topics, heat.before, heat.after, marks=marks))
@@ -396,7 +396,7 @@ def before_after(p: rs.Planned) -> None:
                       "the last row" if folded else "")
                    + ". Hatched: down broker; striped: being drained.")
         return
-    loads = p.derived("loads", lambda: rs.broker_loads(p.before, p.result.target, brokers, p.sizes))
+    loads = p.derived("loads", lambda: plan_view.broker_loads(p.before, p.result.target, brokers, p.sizes))
     cols = st.columns(3 if loads.bytes else 2)
     specs = [("Replicas per broker", "Replicas", loads.replicas, None, "ra_replicas_chart"),
              ("Preferred leaders per broker", "Leaders", loads.leaders, None, "ra_leaders_chart")]
@@ -408,9 +408,9 @@ def before_after(p: rs.Planned) -> None:
         col.plotly_chart(fig, key=key, config=CHART)
 
 
-def changes(p: rs.Planned) -> None:
+def changes(p: plan_view.Planned) -> None:
     st.subheader("Changes", anchor=False)
-    table = p.derived("diff", lambda: rs.diff_table(p))
+    table = p.derived("diff", lambda: plan_view.diff_table(p))
     f1, f2 = st.columns([3, 1], vertical_alignment="bottom")
     needle = f1.text_input("Filter by topic", key="ra_diff_filter", placeholder="name contains…")
     touched = p.derived("touched", lambda: sorted({b for r in p.plan.entries for b in r.replicas}
@@ -428,7 +428,7 @@ def changes(p: rs.Planned) -> None:
                                 "Moves": st.column_config.NumberColumn(format="%d", width="small")})
 
 
-def downloads(p: rs.Planned) -> None:
+def downloads(p: plan_view.Planned) -> None:
     # a wrapping row, each button as wide as its label (three equal columns cut them at 900 px)
     c = st.container(horizontal=True, gap="small")
     c.download_button(f"Plan JSON ({len(p.plan.entries):,} partitions)", p.plan_json, key="ra_download_plan",
@@ -447,10 +447,10 @@ def downloads(p: rs.Planned) -> None:
         return
     with box:
         text = p.plan_json
-        st.code(text if len(text) <= rs.MAX_JSON_PREVIEW else text[:rs.MAX_JSON_PREVIEW] + " …", language="json",
-                wrap_lines=True)
-        if len(text) > rs.MAX_JSON_PREVIEW:
-            st.caption(f"First {rs.MAX_JSON_PREVIEW:,} of {len(text):,} characters; the download has it all.")
+        preview = plan_view.MAX_JSON_PREVIEW
+        st.code(text if len(text) <= preview else text[:preview] + " …", language="json", wrap_lines=True)
+        if len(text) > plan_view.MAX_JSON_PREVIEW:
+            st.caption(f"First {plan_view.MAX_JSON_PREVIEW:,} of {len(text):,} characters; the download has it all.")
         for flag, where in (("--bootstrap-server", actions.bootstrap_servers(snap)), ("--zookeeper", ctx.cluster.zk)):
             if flag == "--zookeeper":
                 st.caption("Kafka before 2.5 (no `--bootstrap-server`): the same through ZooKeeper.")
@@ -459,18 +459,18 @@ def downloads(p: rs.Planned) -> None:
                         tool + ["--verify"])
 
 
-def execute_panel(p: rs.Planned) -> None:
+def execute_panel(p: plan_view.Planned) -> None:
     reason = actions.blocked_reason(cfg, "execute a reassignment")
     actions.show_blocked(reason)
     running = live_snap.in_progress.reassignment
     if running:
         st.warning(f"A reassignment of {len(running):,} partition(s) is running (/admin/reassign_partitions exists). "
-                   f"Kafka refuses another until it completes: “{reassign.IN_PROGRESS}”",
+                   f"Kafka refuses another until it completes: “{reassign_writes.IN_PROGRESS}”",
                    icon=":material/hourglass_top:")
-    waves = rs.wave_keys(p)
+    waves = plan_view.wave_keys(p)
     wave_run = reassign_run.Waves.of(p.plan, waves) if len(waves) > 1 else None
     doc = p.plan if wave_run is None else wave_run.doc
-    changing, moved = rs.moves_of(doc, p.before)
+    changing, moved = plan_view.moves_of(doc, p.before)
     context = actions.fingerprint(p.fingerprint, throttle)
     rate = f"throttled at {throttle_mb:g} MB/s ({throttle:,} B/s) per broker" if throttle else "unthrottled"
     what = (f"Move {moved:,} replica(s) of {changing:,} partition(s)"

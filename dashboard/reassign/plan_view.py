@@ -39,7 +39,7 @@ from core.plans import PartitionStatus, ReassignmentPlan, ReassignStatus, settle
 from dashboard.audit import when
 
 if TYPE_CHECKING:
-    from core.store import Action
+    from core.audit.store import Action
 
 COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE = (ReassignStatus.COMPLETE, ReassignStatus.IN_PROGRESS,
                                             ReassignStatus.NOT_AT_TARGET, ReassignStatus.GONE)

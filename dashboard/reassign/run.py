@@ -2,7 +2,7 @@
 the run live, executes the next waves, verifies (removing the throttles) and rolls back (by default at the rate
 the reassignment ran with, which the panel lets the operator change: dashboard/reassign/rollback.py).
 
-Every write goes through core.zk.reassign, which re-reads live state, refuses while /admin/reassign_partitions
+Every write goes through core.zk.reassign_writes, which re-reads live state, refuses while /admin/reassign_partitions
 exists and records the action and its rollback in the audit store (History lists them). The run a session follows
 is a FollowedRun in its session state under RUN, so a reload keeps it; one recorded earlier can be picked up again
 with follow_earlier. The progress panel is a 2 s fragment over the live snapshot.
@@ -15,10 +15,10 @@ in the ISR) and what to do. A write whose plan has risks (core.plans.plan_risks)
 A partition whose topic no longer exists (deleted while it moved, or never created) is "gone": nothing will happen to
 it, so it counts as finished, like a complete one, and Verify removes the throttles without waiting for it.
 
-Cancel (issue 15, Kafka 2.4+, needs the cluster's `bootstrap` in keel.toml) stops a running reassignment through
-the Admin API as `python -m core cancel` does (core.zk.reassign.cancel): the partitions of the followed run (the CLI's
---reassignment-json-file), or every running one when the session follows none (--all). When Kafka put partitions
-back in another replica order, the reassignment restoring it (no data moves) is offered, as the CLI prints it.
+Cancel (issue 15, Kafka 2.4+, needs the cluster's `bootstrap` in keel.toml) stops a running reassignment through the
+Admin API as `python -m core cancel` (core.zk.reassign_writes.cancel): the followed run's partitions (the CLI's
+--reassignment-json-file), or every running one when the session follows none (--all). When Kafka put partitions back
+in another replica order, the reassignment restoring it (no data moves) is offered, as the CLI prints it.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ from core.plans import (
     plan_risks,
     stuck_reasons,
 )
-from core.store import Action
-from core.zk import reassign
+from core.audit.store import Action
+from core.zk import reassign_writes
+from core.zk.reassign_writes import COMPLETE, GONE, IN_FLIGHT, NOT_AT_TARGET  # the partition statuses
 from dashboard import actions, frame, ui
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from dashboard.reassign import rollback as rollback_view
 from dashboard.text import md, md_text
 
@@ -51,10 +52,10 @@ RUN = "ra_run"  # the FollowedRun this session follows
 CANCEL_RESULT = "ra_cancel_result"  # the outcome of Cancel
 REORDER = "ra_reorder_plan"  # (cluster, plan, text): restores the replica order a cancel changed
 REORDER_RESULT = "ra_reorder_result"
-STATUS_STYLE = {reassign.COMPLETE: "color: #2CA02C; font-weight: 600",
-                reassign.IN_FLIGHT: "color: #E69F00; font-weight: 600",
-                reassign.NOT_AT_TARGET: "color: #D62728; font-weight: 600",
-                reassign.GONE: "color: #7F7F7F; font-style: italic"}
+STATUS_STYLE = {COMPLETE: "color: #2CA02C; font-weight: 600",
+                IN_FLIGHT: "color: #E69F00; font-weight: 600",
+                NOT_AT_TARGET: "color: #D62728; font-weight: 600",
+                GONE: "color: #7F7F7F; font-style: italic"}
 
 
 # --- the followed run ---------------------------------------------------------------------------------------
@@ -65,7 +66,7 @@ class Waves:
     """A plan executed one wave at a time: the whole plan, its partitions per wave, the wave being followed."""
 
     plan: ReassignmentPlan
-    keys: tuple[tuple[rs.Key, ...], ...]
+    keys: tuple[tuple[plan_view.Key, ...], ...]
     index: int = 0
 
     @classmethod
@@ -79,7 +80,7 @@ class Waves:
     @property
     def doc(self) -> ReassignmentPlan:
         """What this wave writes."""
-        return rs.subset(self.plan, self.keys[self.index])
+        return plan_view.subset(self.plan, self.keys[self.index])
 
     @property
     def has_next(self) -> bool:
@@ -118,7 +119,7 @@ class FollowedRun:
     cancelled: int | None = None  # the action id of the cancel of its running partitions, from this session
 
     @classmethod
-    def executed(cls, done: reassign.Executed, plan: ReassignmentPlan, throttle: int | None, label: str,
+    def executed(cls, done: reassign_writes.Executed, plan: ReassignmentPlan, throttle: int | None, label: str,
                  waves: Waves | None = None, note: str | None = None) -> FollowedRun:
         return cls(action_id=done.action_id, label=label, plan=plan, rollback=done.rollback, throttle=throttle,
                    partitions=done.partitions, moving=done.moving,
@@ -134,10 +135,10 @@ class FollowedRun:
             rollback = parse_reassignment(action.rollback) if action.rollback else None
         except KeelError:
             rollback = None
-        verified = Verified(True, True, rs.epoch(action.completed_at)) if action.completed_at else None
+        verified = Verified(True, True, plan_view.epoch(action.completed_at)) if action.completed_at else None
         label = f"Rollback of action #{action.rollback_of}" if action.rollback_of else f"Action #{action.id}"
         return cls(action_id=action.id, label=label, plan=plan, rollback=rollback,
-                   throttle=reassign.recorded_throttle(action), partitions=len(plan.entries), moving=None,
+                   throttle=reassign_writes.recorded_throttle(action), partitions=len(plan.entries), moving=None,
                    throttled_brokers=(), verified=verified)
 
 
@@ -164,15 +165,15 @@ def _await_start(ctx: frame.PageContext, doc: ReassignmentPlan) -> None:
 
     def caught_up(s) -> bool:
         return (any((r.topic, r.partition) in keys for r in s.in_progress.reassignment)
-                or all(p.status.finished for p in reassign.reassignment_status(doc, s)))
+                or all(p.status.finished for p in reassign_writes.reassignment_status(doc, s)))
     ctx.conn.await_change(caught_up, timeout=3)
 
 
-def _started(done: reassign.Executed, what: str) -> str:
+def _started(done: reassign_writes.Executed, what: str) -> str:
     text = (f"{what} started: {done.partitions:,} partition(s) written to /admin/reassign_partitions, "
             f"{done.moving:,} with replicas moving")
     if done.throttles:
-        text += (f", throttled at {done.throttles.rate:,} B/s on broker(s) {rs.ids(done.throttles.brokers)} "
+        text += (f", throttled at {done.throttles.rate:,} B/s on broker(s) {plan_view.ids(done.throttles.brokers)} "
                  "until Verify")
     text += f" (action #{done.action_id} in History)."
     if done.warnings:
@@ -198,8 +199,8 @@ def goal_changed() -> None:
 
 def _start(ctx: frame.PageContext, doc: ReassignmentPlan, throttle: int | None, label: str, waves: Waves | None,
            accepted) -> str:
-    done = reassign.execute(ctx.conn.write_session(), actions.store(), doc, cluster=ctx.cluster.name,
-                            throttle=throttle, actor=actions.actor(), accept_risks=list(accepted))
+    done = reassign_writes.execute(ctx.conn.write_session(), actions.store(), doc, cluster=ctx.cluster.name,
+                                   throttle=throttle, actor=actions.actor(), accept_risks=list(accepted))
     message = _started(done, label)
     _track(FollowedRun.executed(done, doc, throttle, label, waves, note=md_text(message)))
     _await_start(ctx, doc)
@@ -225,20 +226,20 @@ def _next_wave(ctx: frame.PageContext, run: FollowedRun, accepted=()) -> None:
 
 def _verify(ctx: frame.PageContext, run: FollowedRun) -> None:
     def work() -> str:
-        result = reassign.verify(ctx.conn.write_session(), actions.store(), run.plan, cluster=ctx.cluster.name,
-                                 actor=actions.actor())
-        counts = rs.status_counts(result.partitions)
+        result = reassign_writes.verify(ctx.conn.write_session(), actions.store(), run.plan, cluster=ctx.cluster.name,
+                                        actor=actions.actor())
+        counts = plan_view.status_counts(result.partitions)
         _update(run, verified=Verified(result.complete, result.throttles_removed, time.time()), note=None)
-        total, gone = len(result.partitions), counts[reassign.GONE]
+        total, gone = len(result.partitions), counts[GONE]
         removed = ("Throttles removed (topic throttled-replica lists and broker rates)." if result.throttles_removed
                    else "No throttle was left to remove.")
         if result.complete and not gone:
             return f"Verified: all {total:,} partition(s) are at their target. {removed}"
         if result.complete:
-            return (f"Verified: all {total:,} partition(s) are finished: {counts[reassign.COMPLETE]:,} at their "
+            return (f"Verified: all {total:,} partition(s) are finished: {counts[COMPLETE]:,} at their "
                     f"target, {gone:,} gone (their topic no longer exists). {removed}")
-        raise KeelError(f"Not complete yet: {counts[reassign.COMPLETE]:,} of {total:,} partition(s) at their target, "
-                        f"{counts[reassign.IN_FLIGHT]:,} in progress, {counts[reassign.NOT_AT_TARGET]:,} not at "
+        raise KeelError(f"Not complete yet: {counts[COMPLETE]:,} of {total:,} partition(s) at their target, "
+                        f"{counts[IN_FLIGHT]:,} in progress, {counts[NOT_AT_TARGET]:,} not at "
                         "target" + (f", {gone:,} gone (their topic no longer exists)" if gone else "")
                         + ". The throttles stay until all are finished.")
 
@@ -250,8 +251,8 @@ def _rollback(ctx: frame.PageContext, run: FollowedRun, throttle: int | None, ac
               form: actions.FormGuard | None = None) -> None:
     """on_click of Roll back: the saved rollback at `throttle` B/s (None: unthrottled), as chosen on the panel."""
     def work() -> str:
-        done = reassign.rollback(ctx.conn.write_session(), actions.store(), run.action_id, cluster=ctx.cluster.name,
-                                 throttle=throttle, actor=actions.actor(), accept_risks=list(accepted))
+        done = reassign_writes.rollback(ctx.conn.write_session(), actions.store(), run.action_id, throttle=throttle,
+                                        cluster=ctx.cluster.name, actor=actions.actor(), accept_risks=list(accepted))
         label = f"Rollback of action #{run.action_id}"
         message = _started(done, label)
         _track(FollowedRun.executed(done, run.rollback, throttle, label, note=md_text(message)))
@@ -289,7 +290,7 @@ def _dismiss() -> None:
 # --- cancel (Kafka 2.4+, the Admin API) ---------------------------------------------------------------------
 
 
-def running_keys(snap) -> frozenset[rs.Key]:
+def running_keys(snap) -> frozenset[plan_view.Key]:
     """Partitions whose reassignment runs: in /admin/reassign_partitions, or adding / removing replicas (one started
     through Kafka's Admin API leaves no /admin node)."""
     return frozenset({(r.topic, r.partition) for r in snap.in_progress.reassignment}
@@ -302,7 +303,7 @@ def _names(keys, limit: int = 20) -> str:
     return ", ".join(f"{t}-{p}" for t, p in keys[:limit]) + more
 
 
-def cancelled_text(done: reassign.Cancelled) -> str:
+def cancelled_text(done: reassign_writes.Cancelled) -> str:
     """What a cancel did, in plain text (the CLI's words where it has some)."""
     if done.cancelled:
         lines = [f"Cancelled the running reassignment of {len(done.cancelled):,} partition(s): "
@@ -330,9 +331,9 @@ def _cancel(ctx: frame.PageContext, run: FollowedRun | None) -> None:
     def work() -> str:
         session = ctx.conn.write_session()
         with _kafka_admin(ctx) as admin:
-            done = reassign.cancel(session, actions.store(), admin, cluster=ctx.cluster.name,
-                                   partitions=None if run is None else list(run.plan.assignment()),
-                                   actor=actions.actor())
+            done = reassign_writes.cancel(session, actions.store(), admin, cluster=ctx.cluster.name,
+                                          partitions=None if run is None else list(run.plan.assignment()),
+                                          actor=actions.actor())
         if done.reordered:
             plan = ReassignmentPlan(tuple(ReassignmentEntry(t, p, tuple(was)) for (t, p), _, was, _ in done.reordered))
             text = ", ".join(f"{t}-{p} ({','.join(map(str, now))} instead of {','.join(map(str, was))})"
@@ -394,7 +395,7 @@ def cancel_section(ctx: frame.PageContext, run: FollowedRun | None = None, live=
     live = ctx.conn.snapshot() if live is None else live
     context = "all" if run is None else str(run.action_id)
     # a run's: what its panel counts as in progress (one count, one source); else every running partition
-    keys = [] if live is None else rs.in_progress(_statuses(ctx, run, live)) if run is not None else \
+    keys = [] if live is None else plan_view.in_progress(_statuses(ctx, run, live)) if run is not None else \
         sorted(ctx.conn.derived("reassign.running", live, running_keys))
     if keys and not ctx.cluster.bootstrap:
         st.caption(":material/info: Cancelling a running reassignment needs the cluster's `bootstrap` servers in "
@@ -421,7 +422,7 @@ def cancel_section(ctx: frame.PageContext, run: FollowedRun | None = None, live=
 
 
 def _statuses(ctx: frame.PageContext, run: FollowedRun, live):
-    return ctx.conn.derived("reassign.status", live, lambda s: reassign.reassignment_status(run.plan, s),
+    return ctx.conn.derived("reassign.status", live, lambda s: reassign_writes.reassignment_status(run.plan, s),
                             key=run.action_id)
 
 
@@ -432,7 +433,7 @@ def finished(ctx: frame.PageContext, run: FollowedRun) -> bool:
     if live is None:
         return False
     if run.cancelled is not None:
-        return all(p.status != reassign.IN_FLIGHT for p in _statuses(ctx, run, live))
+        return all(p.status != IN_FLIGHT for p in _statuses(ctx, run, live))
     return all(p.status.finished for p in _statuses(ctx, run, live))
 
 
@@ -451,7 +452,7 @@ def _stuck_panel(ctx: frame.PageContext, run: FollowedRun, live) -> None:
                  f"{first.partition}{' and more' if len(blocked) > 1 else ''}). {md(first.advice)} Kafka accepts no "
                  "other reassignment until this one completes.", icon=":material/block:")
     table = ctx.conn.derived("reassign.stuck_table", live, lambda s: pd.DataFrame(
-        [{"Topic": x.topic, "Partition": x.partition, "Why": str(x.reason), "Brokers": rs.ids(x.brokers),
+        [{"Topic": x.topic, "Partition": x.partition, "Why": str(x.reason), "Brokers": plan_view.ids(x.brokers),
           "What to do": x.advice} for x in stuck], columns=STUCK_COLUMNS), key=run.action_id)
     with st.expander(f"Why {len(stuck):,} partition(s) are not finished yet", expanded=bool(blocked),
                      icon=":material/help:"):
@@ -469,9 +470,9 @@ def progress_panel(ctx: frame.PageContext) -> None:
         return
     live = frame.live_snapshot(ctx.conn, in_fragment=True)
     statuses = _statuses(ctx, run, live)
-    counts = rs.status_counts(statuses)
+    counts = plan_view.status_counts(statuses)
     total = len(statuses)
-    done, gone, moving = counts[reassign.COMPLETE], counts[reassign.GONE], counts[reassign.IN_FLIGHT]
+    done, gone, moving = counts[COMPLETE], counts[GONE], counts[IN_FLIGHT]
     finished_ = done + gone
     running = live.in_progress.reassignment
     reason = actions.blocked_reason(ctx.config, "change the cluster")
@@ -486,7 +487,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
         head = st.columns([4, 1], vertical_alignment="center")
         throttle = f"throttle {run.throttle:,} B/s" if run.throttle else "unthrottled"
         if run.throttle and run.throttled_brokers:
-            throttle += f" on broker(s) {rs.ids(run.throttled_brokers)}"
+            throttle += f" on broker(s) {plan_view.ids(run.throttled_brokers)}"
         with head[0]:
             links = st.container(horizontal=True, vertical_alignment="center", gap="small")
             links.markdown(f"**{md(run.label)}** · {total:,} partition(s) · {throttle}")
@@ -501,7 +502,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
         ui.metric(m, "Complete", f"{done:,}", help="Replicas equal the target, nothing in flight")
         ui.metric(m, "In progress", f"{moving:,}",
                   help="Still in /admin/reassign_partitions, or adding / removing replicas")
-        ui.metric(m, "Not at target", f"{counts[reassign.NOT_AT_TARGET]:,}",
+        ui.metric(m, "Not at target", f"{counts[NOT_AT_TARGET]:,}",
                   help="Not moving, and not on the target replicas")
         if gone:
             ui.metric(m, "Gone", f"{gone:,}",
@@ -522,10 +523,10 @@ def progress_panel(ctx: frame.PageContext) -> None:
                                                      " Verify to confirm it."), icon=":material/check_circle:")
         elif run.cancelled is not None:
             st.info(f"Cancelled (action #{run.cancelled}): Kafka moved the cancelled partitions back to their original "
-                    f"replicas; {counts[reassign.NOT_AT_TARGET]:,} partition(s) are not at this plan's target.",
+                    f"replicas; {counts[NOT_AT_TARGET]:,} partition(s) are not at this plan's target.",
                     icon=":material/cancel:")
         else:
-            st.warning(f"{counts[reassign.NOT_AT_TARGET]:,} partition(s) are neither at their target nor moving: the "
+            st.warning(f"{counts[NOT_AT_TARGET]:,} partition(s) are neither at their target nor moving: the "
                        "controller did not (or could not) apply them, or something changed them since.",
                        icon=":material/warning:")
         if gone:
@@ -535,7 +536,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
         if running and not moving:
             st.caption(f"Another reassignment of {len(running):,} partition(s) is running.")
 
-        table = ctx.conn.derived("reassign.status_table", live, lambda s: rs.status_table(statuses),
+        table = ctx.conn.derived("reassign.status_table", live, lambda s: plan_view.status_table(statuses),
                                  key=run.action_id)
         shown = actions.page_of(table, "ra_status_pages", label="partitions")
         st.dataframe(shown.style.map(lambda v: STATUS_STYLE.get(v, ""), subset=["Status"]), hide_index=True,
@@ -562,7 +563,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
                         help=reason or f"{len(nxt.keys[nxt.index]):,} partition(s), once this wave is complete")
         cancelling = cancel_section(ctx, run, live)
         if run.rollback is not None:
-            roll_help = reason or (reassign.CANNOT_CANCEL + "." if running else
+            roll_help = reason or (reassign_writes.CANNOT_CANCEL + "." if running else
                                    "Execute the saved rollback: the replicas these partitions had before "
                                    f"action #{run.action_id}")
             risks = [] if running else ctx.conn.derived(
@@ -577,7 +578,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
                       args=(ctx, run, rate, accepted, form),
                       disabled=blocked or not confirm or len(accepted) < len(risks))
         if running and not cancelling:
-            st.caption(f":material/info: {reassign.CANNOT_CANCEL}. Rollback is enabled once no reassignment is "
+            st.caption(f":material/info: {reassign_writes.CANNOT_CANCEL}. Rollback is enabled once no reassignment is "
                        "running.")
         actions.show(RUN_RESULT, scope="reassign-run", context=str(run.action_id), only_current=True)
 
@@ -594,6 +595,6 @@ def follow_earlier(ctx: frame.PageContext) -> None:
         return
     with st.expander("Follow an earlier reassignment"):
         c = st.columns([4, 1], vertical_alignment="bottom")
-        labels = {a.id: rs.run_label(a) for a in recorded}
+        labels = {a.id: plan_view.run_label(a) for a in recorded}
         chosen = c[0].selectbox("Reassignment", list(labels), key="ra_follow_id", format_func=labels.__getitem__)
         c[1].button("Follow", key="ra_follow", on_click=_follow, args=(ctx, chosen), width="stretch")

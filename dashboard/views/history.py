@@ -11,7 +11,7 @@ import streamlit as st
 
 from core.errors import NumberFormatError
 from core.numbers import parse_int
-from core.store import NO_CLUSTER, Action
+from core.audit.store import NO_CLUSTER, Action
 from dashboard import actions, frame, identity, ui
 from dashboard.audit import readable, table, to_csv
 from dashboard.text import md, md_text

@@ -6,7 +6,7 @@ stable (sorted by name) and labels carry no live counts, which would change afte
 browser's selection. The outcome of the election just run comes before the preview of what is left to elect.
 A down broker is never "over threshold": nothing can be moved to it until it returns.
 
-The preview comes from core.elections on the live snapshot; the button calls core.zk.election.trigger,
+The preview comes from core.elections on the live snapshot; the button calls core.zk.election_writes.trigger,
 which re-reads live state, refuses while an election is in flight, and writes only the partitions the
 controller would actually move.
 """
@@ -22,7 +22,7 @@ from core import elections, health
 from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot
 from core.plans import MAX_PLAN_BYTES, format_election, parse_election
-from core.zk import election
+from core.zk import election_writes
 from dashboard import actions, broker_defaults, charts, frame, ui
 from dashboard.text import md
 
@@ -77,8 +77,8 @@ def over_threshold(summary: health.ClusterSummary) -> list[int]:
 
 def _trigger(scope: dict, context: str, form: actions.FormGuard | None = None) -> None:
     def work() -> str:
-        done = election.trigger(conn.write_session(), actions.store(), cluster=ctx.cluster.name,
-                                actor=actions.actor(), **scope)
+        done = election_writes.trigger(conn.write_session(), actions.store(), cluster=ctx.cluster.name,
+                                       actor=actions.actor(), **scope)
         sel = done.selection
         st.session_state[LAST] = {"action_id": done.action_id, "scope": sel.scope,
                                   "keys": [list(k) for k in sel.partitions],

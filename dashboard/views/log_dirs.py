@@ -14,7 +14,7 @@ import streamlit as st
 
 from core.errors import KeelError
 from core.logdirs import JbodView, parse_log_dirs_view, plan_balance
-from dashboard import actions, frame, migration, ui
+from dashboard import actions, frame, migration_banner, ui
 from dashboard.text import md, md_text, plotly
 
 VIEW = "ld_view"  # (source label, JbodView, when)
@@ -201,7 +201,7 @@ if not cluster.bootstrap:
     st.caption(":material/lock: Executing needs the cluster's `bootstrap` servers (keel.toml): download the plan "
                "and run it with Kafka's tool instead.")
     st.stop()
-reason = actions.blocked_reason(cfg, "move replicas between log directories") or migration.block_reason(conn)
+reason = actions.blocked_reason(cfg, "move replicas between log directories") or migration_banner.block_reason(conn)
 actions.show_blocked(reason)
 ok = st.checkbox(f"I have reviewed the {len(plan.moves)} move(s) ({_size(plan.bytes_moved)} copied inside the "
                  "brokers)", key=f"ld_confirm_{context}", disabled=reason is not None)

@@ -58,10 +58,6 @@ def _style_brokers(df: pd.DataFrame):
     return df.style.apply(row, axis=1)
 
 
-def _metric_help(n: int, what: str) -> str:
-    return f"{n:,} partition{'s' if n != 1 else ''} {what}"
-
-
 @frame.live_fragment("live-overview")
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)

@@ -44,25 +44,14 @@ def _ids(xs) -> str:
 
 
 def topic_row(t: Topic, alive: frozenset[int], rule) -> dict:
-    """`rule`: health.min_isr_rule, min.insync.replicas per partition (its leader's: brokers may differ)."""
-    fixed = rule.fixed(t)
-    urp = unav = umi = ami = off = oos = 0
-    mins = set()
-    for p in t.partitions:
-        mi = fixed if fixed is not None else rule.leader(p.leader, p.replicas)
-        mins.add(mi)
-        urp += health.is_under_replicated(p)
-        unav += health.is_unavailable(p, alive)
-        umi += health.is_under_min_isr(p, mi, alive)
-        ami += health.is_at_min_isr(p, mi)
-        off += health.is_off_preferred_leader(p)
-        oos += len(health.out_of_sync_replicas(p))
-    status = ("unavailable" if unav else "under min ISR" if umi else "under-replicated" if urp else "ok")
+    """One row of the list: core.health.topic_health drawn (`rule`: health.min_isr_rule)."""
+    h = health.topic_health(t, alive, rule)
     return {
-        "Topic": t.name, "Health": status, "Partitions": len(t.partitions), "RF": t.replication_factor,
-        "Under-replicated": urp, "Unavailable": unav, "Under min ISR": umi, "At min ISR": ami,
-        "Off preferred": off, "Out-of-sync replicas": oos,
-        "min ISR": ", ".join(map(str, sorted(mins))) or str(fixed if fixed is not None else rule.broker(None)),
+        "Topic": t.name, "Health": h.status, "Partitions": h.partitions, "RF": h.replication_factor,
+        "Under-replicated": h.under_replicated, "Unavailable": h.unavailable, "Under min ISR": h.under_min_isr,
+        "At min ISR": h.at_min_isr, "Off preferred": h.off_preferred_leader,
+        "Out-of-sync replicas": h.out_of_sync_replicas,
+        "min ISR": ", ".join(map(str, h.min_isr)),
         "Config overrides": ", ".join(f"{k}={v}" for k, v in sorted(t.config.items())),
     }
 
@@ -91,21 +80,6 @@ def partition_table(snap: ClusterSnapshot, topic: Topic) -> pd.DataFrame:
     one = replace(snap, topics=(topic,))
     rows = []
     for h in health.iter_partition_health(one, broker_defaults.defaults(ctx.cluster, snap)):
-        flags = []
-        if not h.has_state:
-            flags.append("no state")
-        if h.unavailable:
-            flags.append("unavailable")
-        if h.under_min_isr and not h.unavailable:
-            flags.append("under min ISR")
-        if h.under_replicated:
-            flags.append("under-replicated")
-        if h.off_preferred_leader:
-            flags.append("leader off preferred")
-        if h.out_of_sync:
-            flags.append("replicas out of sync")
-        if h.reassigning:
-            flags.append("reassigning")
         rows.append({
             "Partition": h.partition,
             "Leader": "none" if h.leader == NO_LEADER else str(h.leader),
@@ -114,7 +88,7 @@ def partition_table(snap: ClusterSnapshot, topic: Topic) -> pd.DataFrame:
             "ISR": _ids(h.isr),
             "min ISR": h.min_isr,
             "Out of sync": _ids(h.out_of_sync) if h.out_of_sync else "",
-            "Flags": ", ".join(flags) or "ok",
+            "Flags": ", ".join(health.partition_flags(h)) or "ok",
         })
     return pd.DataFrame(rows, columns=PARTITION_COLUMNS)
 

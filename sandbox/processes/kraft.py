@@ -24,9 +24,9 @@ from typing import Iterable, Mapping
 
 from core.errors import KeelError
 from sandbox.processes.kafka import STATE_NAME, BrokerInfo, KafkaCluster
-from sandbox.processes.kafka_setup import (BROKER_SETTINGS, DEFAULT_HEAP, HOST, KafkaRunError, _free_port,
-                                           _port_open, _tail, java_for, kafka_version, lib_dir, rack_name,
-                                           settings_for, version_at_least)
+from sandbox.processes.common import HOST, free_port, log_tail
+from sandbox.processes.kafka_setup import (BROKER_SETTINGS, DEFAULT_HEAP, KafkaRunError, _port_open, java_for,
+                                           kafka_version, lib_dir, rack_name, settings_for, version_at_least)
 
 FIRST_KRAFT_VERSION = "3.9.0"  # what Keel runs in KRaft mode (3.9: the last with ZooKeeper, the first migrated to)
 FORMATTED = "meta.properties"
@@ -91,9 +91,9 @@ class KraftCluster(KafkaCluster):
         used: set[int] = set()
 
         def port() -> int:
-            p = _free_port()
+            p = free_port()
             while p in used:
-                p = _free_port()
+                p = free_port()
             used.add(p)
             return p
 
@@ -230,7 +230,7 @@ class KraftCluster(KafkaCluster):
             for bid in sorted(want):
                 if not self._is_our_broker(self.broker(bid)):
                     raise KafkaRunError(f"KRaft node {bid} exited during startup.\n--- last lines of "
-                                        f"{self.server_log(bid)} ---\n{_tail(self.server_log(bid))}")
+                                        f"{self.server_log(bid)} ---\n{log_tail(self.server_log(bid))}")
             listed, leader = self._describe()
             if want <= listed and leader is not None:
                 return
@@ -239,7 +239,7 @@ class KraftCluster(KafkaCluster):
                 raise KafkaRunError(
                     f"KRaft cluster in {self.dir} not ready within {timeout:g} s: "
                     + (f"node(s) {sorted(want - listed)} not listed" if want - listed else "no quorum leader")
-                    + f".\n--- last lines of {self.server_log(first)} ---\n{_tail(self.server_log(first))}")
+                    + f".\n--- last lines of {self.server_log(first)} ---\n{log_tail(self.server_log(first))}")
             time.sleep(0.5)
 
     def wait_unregistered(self, broker_id: int, *, timeout: float = 30.0) -> None:

@@ -5,16 +5,16 @@ One story on the package's 3-broker cluster:
 1. The controller C is read from /controller; a topic with RF 1 is created on the two other brokers A and B
    (partitions alternating A, B) and filled with real data; the plan swaps every partition to the other broker, so
    the reassignment never needs C and can finish under the next controller.
-2. Keel executes the plan (core.zk.reassign.execute) with a low throttle, so that the copy lasts well past the
+2. Keel executes the plan (core.zk.reassign_writes.execute) with a low throttle, so that the copy lasts well past the
    failover (ZooKeeper notices the kill after zookeeper.session.timeout.ms = 6 s).
 3. Once the reassignment is seen running, C is killed with SIGKILL. Until it is over, every pass compares Keel's
    progress (core.plans.reassignment_status over core.zk.reader.read_snapshot) with Kafka's: the partitions Keel
    says are in progress lie between two Admin API listings (list_partition_reassignments) taken before and after
    Keel's read, whenever a controller answers them; a moving partition holds target + origin replicas with the
-   adding / removing sets the controller writes; and Keel's verify (core.zk.reassign.verify) says "in progress"
+   adding / removing sets the controller writes; and Keel's verify (core.zk.reassign_writes.verify) says "in progress"
    and removes nothing until the end, then says complete only when Kafka's metadata (describe_topics,
    list_partition_reassignments) shows every partition at its target, and removes every throttle.
-4. Keel's rollback (core.zk.reassign.rollback) then restores the original assignment, still under the new
+4. Keel's rollback (core.zk.reassign_writes.rollback) then restores the original assignment, still under the new
    controller; C is restarted and the cluster left healthy (3 brokers registered, no under-replicated partition).
 
 The recovery time printed: from the kill to the new controller in Keel's live view (core.zk.watcher.LiveCluster,
@@ -40,8 +40,8 @@ from core import health
 from core import zkformat as zf
 from core.plans import ReassignStatus, parse_reassignment, reassignment_status
 from sandbox.processes.kafka import version_at_least
-from core.store import Store
-from core.zk import reassign
+from core.audit.store import Store
+from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from core.zk.watcher import LiveCluster
 from tests.kafka.realkafka import (
@@ -144,7 +144,8 @@ def test_controller_killed_during_a_throttled_reassignment(healthy: RealKafka):
         epoch = live.snapshot().controller.epoch
         assert live.snapshot().controller.broker_id == killed
 
-        executed = reassign.execute(kafka.zk, store, plan, cluster=CLUSTER, throttle=THROTTLE, actor="keel-tests")
+        executed = reassign_writes.execute(kafka.zk, store, plan, cluster=CLUSTER, throttle=THROTTLE,
+                                           actor="keel-tests")
         started = time.monotonic()
         assert executed.moving == len(target) and executed.throttles is not None
         assert set(executed.throttles.brokers) == {a, b}
@@ -201,7 +202,7 @@ def test_controller_killed_during_a_throttled_reassignment(healthy: RealKafka):
                     assert list(p.replicas) == target[s.partition], p
             progress.append(len(moving))
 
-            verified = reassign.verify(kafka.zk, store, plan, cluster=CLUSTER)
+            verified = reassign_writes.verify(kafka.zk, store, plan, cluster=CLUSTER)
             if not verified.complete:
                 assert not verified.throttles_removed
                 assert _throttles_in_zk(kafka, topic), "a throttle went while the reassignment runs"
@@ -241,13 +242,13 @@ def test_controller_killed_during_a_throttled_reassignment(healthy: RealKafka):
         eventually(lambda: _assert_equal(_throttles_seen(admin, [a, b], topic), {}), timeout=15)
 
         # --- rollback under the new controller, with the old one still down
-        rolled = reassign.rollback(kafka.zk, store, executed.action_id, cluster=CLUSTER, actor="keel-tests")
+        rolled = reassign_writes.rollback(kafka.zk, store, executed.action_id, cluster=CLUSTER, actor="keel-tests")
         assert parse_reassignment(rolled.rollback.to_json()).assignment() == {(topic, p): tuple(r)
                                                                              for p, r in target.items()}
         eventually(lambda: _assert_equal(admin.replicas(topic), original), timeout=60)
         eventually(lambda: _assert_equal(admin.running(topic), set()), timeout=30)
         eventually(lambda: _assert_false(kafka.zk.exists(zf.REASSIGN)), timeout=30)
-        back = reassign.verify(kafka.zk, store, parse_reassignment(_doc(topic, original)), cluster=CLUSTER)
+        back = reassign_writes.verify(kafka.zk, store, parse_reassignment(_doc(topic, original)), cluster=CLUSTER)
         assert back.complete
         assert kafka.assignment(topic) == original
         kinds = [x.kind for x in store.actions(CLUSTER, limit=10)]

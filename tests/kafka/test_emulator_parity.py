@@ -6,10 +6,10 @@ through the same code paths:
 
 1. kill -9 of a broker (the copy: its registration deleted, as `sandbox broker stop` does);
 2. its restart (the copy: `sandbox broker start`);
-3. a preferred leader election (core.zk.election.trigger, every partition);
+3. a preferred leader election (core.zk.election_writes.trigger, every partition);
 4. a topic created, 5. grown, 6. deleted (core.zk.topic_admin);
 7. a reassignment that moves leaders off a replica leaving the set, moves an RF 1 partition, and only reorders
-   another (core.zk.reassign.execute).
+   another (core.zk.reassign_writes.execute).
 
 After each step both sides are left to settle, then compared partition by partition: replicas, adding and removing
 replicas, leader, ISR (in order), plus the topic list, the topic config nodes and the /admin nodes. Epochs,
@@ -45,9 +45,9 @@ from core.plans import parse_reassignment
 from sandbox.emulator import brokers as sandbox_brokers
 from sandbox.emulator.controller import ControllerEmulator
 from sandbox.emulator.znodes import encode_intent, intent_path
-from core.store import Store
+from core.audit.store import Store
 from core.topics import draft_add_partitions, draft_create_topic
-from core.zk import election, reassign, topic_admin
+from core.zk import election_writes, reassign_writes, topic_admin
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.kafka.realkafka import RealKafka, eventually, needs_kafka
@@ -313,7 +313,7 @@ def test_the_emulator_does_what_kafka_does(story: Story):
 
     # 3. preferred leader election, every partition, through Keel
     for side in (real, copy):
-        election.trigger(side.session, side.store, cluster=side.name, all_partitions=True)
+        election_writes.trigger(side.session, side.store, cluster=side.name, all_partitions=True)
     after = step("preferred election", lambda v: v["admin"]["preferred_replica_election"] is None)
     assert leaders(after) == leaders(before)
 
@@ -343,7 +343,7 @@ def test_the_emulator_does_what_kafka_does(story: Story):
                               '{"topic":"par-rf1","partition":0,"replicas":[2]},'
                               '{"topic":"par-rf2","partition":2,"replicas":[1,3]}]}')
     for side in (real, copy):
-        reassign.execute(side.session, side.store, plan, cluster=side.name)
+        reassign_writes.execute(side.session, side.store, plan, cluster=side.name)
     after = step("reassignment", lambda v: v["admin"]["reassign_partitions"] is None
                  and not any(s["adding"] or s["removing"] for _, _, s in story_partitions(v)))
     moved = after["topics"]

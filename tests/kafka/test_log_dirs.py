@@ -115,7 +115,7 @@ def test_plan_refuses_sizes_from_both_and_names_an_unreachable_bootstrap(healthy
 def test_bootstrap_in_keel_toml_is_validated_and_named():
     import pytest
 
-    from core.config import ConfigError, parse_config
+    from core.policy.config import ConfigError, parse_config
 
     body = '[clusters.a]\nzk = "zk:2181/kafka"\n'
     assert parse_config(body).clusters["a"].bootstrap is None

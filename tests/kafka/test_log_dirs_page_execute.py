@@ -11,7 +11,7 @@ import uuid
 
 import streamlit as st
 
-from core.store import Store
+from core.audit.store import Store
 from tests.kafka.realkafka import RealKafka, create_topic, produce
 from tests.test_dashboard_apptest import app, texts, write_config
 

@@ -45,7 +45,7 @@ def _health(port: int) -> str:
 
 
 def test_make_run_kafka_real_shows_real_brokers_and_leaves_nothing_behind(tmp_path):
-    from core.config import load_config
+    from core.policy.config import load_config
     from core.kafka.admin import KafkaAdmin
 
     zk_port, http_port = zkserver.free_port(), zkserver.free_port()

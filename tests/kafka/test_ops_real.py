@@ -232,7 +232,7 @@ def test_replica_moves_between_the_two_log_dirs_of_its_broker(healthy: RealKafka
     out = reassign_command(kafka, "--verify", "--reassignment-json-file", str(plan))
     assert f"Reassignment of replica {topic}-0-1 completed successfully" in out, out
     # the action history has it
-    from core.store import Store
+    from core.audit.store import Store
     assert any(a.kind == "log-dir-move" and a.status == "applied" for a in Store(kafka.store).actions())
     # and a plan Keel makes for the cluster is a reassignment JSON with log_dirs for current replicas only
     out_plan = tmp_path / "balance.json"

@@ -21,7 +21,7 @@ import uuid
 import pytest
 
 from core import zkformat as zf
-from core.store import Store
+from core.audit.store import Store
 from tests.kafka.realkafka import (
     THROTTLE_KEYS,
     RealKafka,

@@ -11,7 +11,7 @@ import uuid
 
 import streamlit as st
 
-from dashboard.reassign import plan_view as rs
+from dashboard.reassign import plan_view
 from tests.kafka.realkafka import RealKafka, create_topic, produce
 from tests.test_dashboard_apptest import app, metrics, texts, write_config
 
@@ -50,18 +50,18 @@ def test_bytes_moved_and_the_estimate_come_from_the_brokers(healthy: RealKafka, 
         at = app().run()
         at.switch_page(PAGE).run()
         assert not at.exception, at.exception
-        at.radio(key="goal").set_value(rs.GOAL_IMPORT).run()
+        at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
         at.text_input(key="ra_throttle").input("0.5").run()  # 500,000 B/s
         at.text_area(key="ra_import_text").input(json.dumps({"version": 1, "partitions": [
             {"topic": topic, "partition": p, "replicas": r} for p, r in TARGET.items()]})).run()
         assert not at.exception, at.exception
 
         shown = metrics(at)
-        assert shown["Bytes moved"] == rs.human_bytes(sizes[0] + sizes[1]), shown
+        assert shown["Bytes moved"] == plan_view.human_bytes(sizes[0] + sizes[1]), shown
         assert "read from the brokers at" in texts(at.caption)
         # one wave; the busiest broker moves max(in, out) of its bytes at 500,000 B/s: broker 1 sends partition 0
         # (its leader) and receives partition 1, broker 3 receives partition 0, broker 2 sends partition 1
         assert shown["Est. time"] != "—", shown
-        assert shown["Est. time"] == rs.human_duration(max(sizes[0], sizes[1]) / 500_000), shown
+        assert shown["Est. time"] == plan_view.human_duration(max(sizes[0], sizes[1]) / 500_000), shown
     finally:
         st.cache_resource.clear()

@@ -47,7 +47,7 @@ import pytest
 from core import zkformat as zf
 from core.plans import parse_reassignment, reassignment_status
 from sandbox.processes.kafka import version_at_least
-from core.store import Store
+from core.audit.store import Store
 from tests.kafka.realkafka import (
     THROTTLE_KEYS,
     RealKafka,

@@ -137,7 +137,7 @@ def _no_reassignment_left(healthy: RealKafka):
     if healthy.zk.exists(zf.REASSIGN) or running_reassignments(healthy):
         eventually(lambda: _assert(not healthy.zk.exists(zf.REASSIGN), "reassignment left"), timeout=120)
     from core.zk.reader import read_for_write
-    from core.zk.reassign import remove_throttles
+    from core.zk.reassign_writes import remove_throttles
 
     snap, tree = read_for_write(healthy.zk)
     remove_throttles(healthy.zk, [t.name for t in snap.topics if t.name.startswith("rollthr-")], snap, tree)

@@ -32,7 +32,7 @@ from core.model import utc_now_iso
 
 STORE_ENV = "KEEL_STORE"
 RUN_DIR_ENV = "RUN_DIR"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STORE = REPO_ROOT / ".run" / "keel.sqlite"  # when neither KEEL_STORE nor RUN_DIR is set
 
 
@@ -297,7 +297,7 @@ class Store:
         return [_action(r) for r in rows]
 
     def cluster_names(self, cluster_id: str) -> list[str]:
-        """The names rows of the cluster with this id were recorded under, newest first (core.gate identifies a
+        """The names rows of the cluster with this id were recorded under, newest first (core.policy.gate identifies a
         connect string keel.toml does not name by its /cluster/id)."""
         with closing(self._connect()) as db:
             rows = db.execute("SELECT cluster, MAX(id) AS last FROM actions WHERE cluster_id = ? GROUP BY cluster "

@@ -1,7 +1,7 @@
 """Who is acting and what they may do: identities, roles per cluster, and the one check every write goes through.
 
 Pure: no I/O, no streamlit, no kazoo. keel.toml's `[auth]` and `[access]` tables are parsed here into frozen
-settings (core.config turns a problem into a ConfigError naming the file and the key); the dashboard builds an
+settings (core.policy.config turns a problem into a ConfigError naming the file and the key); the dashboard builds an
 `Identity` from Streamlit's `st.user` (oidc) or the proxy's headers (proxy), the CLI from the OS user; `resolve`
 gives the role of that identity on one cluster and `check` refuses an action the role does not allow.
 
@@ -22,7 +22,7 @@ Modes (`[auth] mode`):
   (viewer). `[keel] role` is not used.
 The command line acts with the operator's own ZooKeeper credentials: it keeps every right unless `[access]` names a
 `cli` principal; then it is checked like a person. read_only binds it either way. A cluster keel.toml does not name
-gets the least role any configured cluster gives (core.gate identifies the cluster a command reaches).
+gets the least role any configured cluster gives (core.policy.gate identifies the cluster a command reaches).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from core.errors import PermissionDeniedError, ValidationError
 
 if TYPE_CHECKING:
-    from core.config import KeelConfig
+    from core.policy.config import KeelConfig
 
 __all__ = [
     "MODES", "SOURCES", "AccessRules", "AccessSettingError", "AuthSettings", "Decision", "Identity",
@@ -79,7 +79,8 @@ ADMIN_ACTIONS = ("delete-topic", "rollback")
 
 
 class AccessSettingError(ValidationError):
-    """A problem in keel.toml's [auth] or [access] tables; `key` names the setting (core.config adds the file)."""
+    """A problem in keel.toml's [auth] or [access] tables; `key` names the setting (core.policy.config adds the
+    file)."""
 
     def __init__(self, key: str, problem: str, *, hint: str | None = None):
         super().__init__(problem, hint=hint)

@@ -6,7 +6,7 @@
     role = "operator"        # viewer | operator | admin: the local user's role when [auth] mode is "none"
     read_only = false
 
-    [auth]                   # who is at the keyboard (core.access): mode = "none" | "oidc" | "proxy"
+    [auth]                   # who is at the keyboard (core.policy.access): mode = "none" | "oidc" | "proxy"
     mode = "none"
 
     [access]                 # roles granted to groups and emails (oidc, proxy); per cluster: [clusters.<name>.access]
@@ -29,7 +29,7 @@ paths are resolved against the directory of the config file.
 
 Pure apart from reading the one file: no kazoo, no streamlit. Bad config raises `ConfigError` naming the
 file and the key, so the console can show a message an SRE can act on. The gate every write goes through is
-core.access.check (identity + config + cluster -> role); `can_act` / `require_operator` are the instance-wide
+core.policy.access.check (identity + config + cluster -> role); `can_act` / `require_operator` are the instance-wide
 form of it for the `none` mode's `[keel] role`.
 """
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from core.access import AccessRules, AccessSettingError, AuthSettings, Role, parse_access, parse_auth
+from core.policy.access import AccessRules, AccessSettingError, AuthSettings, Role, parse_access, parse_auth
 from core.errors import PermissionDeniedError, TlsFileError, ValidationError
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ __all__ = [
 CONFIG_ENV = "KEEL_CONFIG"
 DIGEST_ENV_PREFIX = "KEEL_ZK_DIGEST_"
 DEFAULT_CONNECT_TIMEOUT = 5.0
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = REPO_ROOT / "keel.toml"
 
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")

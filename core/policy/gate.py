@@ -5,7 +5,7 @@ the write through or refuses it, recording the refusal in the audit store (kind 
 
 * keel.toml cannot be read: a KEEL_CONFIG naming a missing file never opens a cluster (its read_only or roles
   would silently be dropped);
-* `read_only = true`, or a role short of the action on that cluster (core.access.check). A cluster keel.toml does
+* `read_only = true`, or a role short of the action on that cluster (core.policy.access.check). A cluster keel.toml does
   not name gets the least role any of its clusters gives, so another spelling never opens more;
 * the cluster's live state forbids it: a ZooKeeper -> KRaft migration under way. The probe reads it from the
   cluster right now (ZooKeeper, later the Admin API), never from what a page cached.
@@ -24,14 +24,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
-from core import access
+from core.policy import access
 from core.errors import ConnectStringError, CorruptZnodeError, KeelError, KRaftControllerError, ValidationError
 from core.kafka.bootstrap import parse_bootstrap, same_brokers
 from core.zk.settings import ConnectString, Resolver, parse_connect_string, same_zookeeper
 
 if TYPE_CHECKING:
-    from core.config import ConfigError, KeelConfig
-    from core.store import Store
+    from core.policy.config import ConfigError, KeelConfig
+    from core.audit.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ __all__ = ["Admission", "ClusterProbe", "Target", "acting", "admit", "identify",
 
 
 class ClusterProbe(Protocol):
-    """What the gate asks the cluster itself, right before a write (core.zk.migration.ZkClusterProbe)."""
+    """What the gate asks the cluster itself, right before a write (core.zk.migration_state.ZkClusterProbe)."""
 
     def cluster_id(self) -> str | None: ...
 
@@ -128,7 +128,7 @@ class Admission:
 
 def _decision(who: access.Identity, config: "KeelConfig", target: Target, needed: access.Role, what: str,
               exposed: bool) -> access.Decision:
-    """core.access.check on the cluster; a write aimed at several keel.toml clusters at once (two names for one
+    """core.policy.access.check on the cluster; a write aimed at several keel.toml clusters at once (two names for one
     ZooKeeper) needs the role on each of them."""
     names: Sequence[str | None] = target.configured or (None,)
     decisions = [access.check(who, config, name, needed, what, exposed=exposed) for name in names]
@@ -139,7 +139,7 @@ def admit(who: access.Identity, config: "KeelConfig | ConfigError | None", targe
           what: str | None = None, needs: access.Role | None = None, exposed: bool = False,
           probe: ClusterProbe | None = None, store: "Store | None" = None) -> Admission:
     """Let `who` do `action` (a kind, as the store records it: "create-topic", "reassignment", ...) on `target`,
-    or raise: the ConfigError, ReadOnlyError / RoleDeniedError (core.access), or the probe's refusal
+    or raise: the ConfigError, ReadOnlyError / RoleDeniedError (core.policy.access), or the probe's refusal
     (MigrationInProgressError, CorruptZnodeError). Refusals are recorded in `store`. `config` None: there is no
     keel.toml at all (the command line then keeps every right; read_only and roles need a keel.toml)."""
     what = what or action
@@ -186,7 +186,7 @@ def _record_refusal(store: "Store | None", who: access.Identity, target: Target,
 @contextmanager
 def acting(admission: Admission, who: access.Identity) -> Iterator[None]:
     """Within: every action the write records names `who`, their role and the cluster's id."""
-    from core.store import acting as store_acting
+    from core.audit.store import acting as store_acting
 
     with store_acting(who.actor, who.source, admission.decision.role.value, admission.target.cluster_id):
         yield

@@ -30,7 +30,7 @@ from core.errors import (
     ZkNoNodeError,
 )
 from core.model import ClusterSnapshot
-from core.store import Store
+from core.audit.store import Store
 from core.plans import listing
 from core.zk.reader import read_for_write, read_snapshot, refuse_corrupt
 from core.zk.reconcile import settle_unknown_write

@@ -1,5 +1,5 @@
 """Reading the ZooKeeper -> KRaft migration state: the /migration znode (core.zkformat.decode_migration) next to
-a snapshot's /controller, into core.migration's MigrationStatus; and `ZkClusterProbe`, what core.gate reads right
+a snapshot's /controller, into core.migration's MigrationStatus; and `ZkClusterProbe`, what core.policy.gate reads right
 before a write (/controller, /migration, /cluster/id, synced). Reads, never a write."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def refuse_during_migration(session: ZkSession, controller: Controller | None | 
 
 
 class ZkClusterProbe:
-    """core.gate.ClusterProbe over a ZooKeeper session: what the cluster says right now, never a cached page."""
+    """core.policy.gate.ClusterProbe over a ZooKeeper session: what the cluster says right now, never a cached page."""
 
     def __init__(self, session: ZkSession):
         self.session = session

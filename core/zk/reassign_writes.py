@@ -51,7 +51,7 @@ from core.plans import (  # noqa: F401  (re-exported: the statuses and throttle 
     throttles_for,
     validate_reassignment,
 )
-from core.store import Action, Store
+from core.audit.store import Action, Store
 from core.topics import require_accepted
 from core.zk.reader import read_for_write, refuse_corrupt
 from core.zk.reconcile import settle_unknown_write

@@ -1,6 +1,6 @@
 """The ZooKeeper -> KRaft migration banner on every page, and the reason every write is disabled meanwhile.
 
-The state comes from core.zk.migration (the /migration znode) next to the live snapshot's /controller, read at
+The state comes from core.zk.migration_state (the /migration znode) next to the live snapshot's /controller, read at
 most every CACHE_SECONDS per cluster (one ZooKeeper read, shared by all sessions through the connection's memo).
 Everything shown from the cluster goes through dashboard.text.
 """
@@ -35,7 +35,7 @@ def status(conn: Connection) -> MigrationStatus | None:
         live = conn.live
         if live is not None and live.status == "connected":
             try:
-                from core.zk.migration import read_migration
+                from core.zk.migration_state import read_migration
 
                 znode = read_migration(live.session)
             except KeelError as e:  # corrupt /migration: named in the banner, writes stay disabled

@@ -1,0 +1,1 @@
+"""The audit trail: the SQLite store of executed and refused actions (who, what, when, result, rollback JSON)."""
