@@ -158,6 +158,24 @@ def zk_session(args: argparse.Namespace) -> Iterator[ZkSession]:
         session.close()
 
 
+def read_cluster(args: argparse.Namespace, *, cluster: str = "",
+                 progress: Callable[[str, int, int], None] | None = None):
+    """The whole cluster as a snapshot, from ZooKeeper (--zk) or, without --zk, through the brokers' Admin API
+    (--bootstrap-server: any cluster, KRaft included). The read commands ask this and need not know which."""
+    if getattr(args, "zk", None):
+        from core.zk.reader import read_snapshot
+
+        with zk_session(args) as session:
+            return read_snapshot(session, cluster=cluster, progress=progress)
+    if getattr(args, "bootstrap_server", None):
+        from core.kafka.metadata import read_snapshot as read_through_admin
+
+        with kafka_admin(args, "reading the cluster") as admin:
+            return read_through_admin(admin, cluster=cluster)
+    raise ValidationError("give the cluster: --zk CONNECT (ZooKeeper mode) or --bootstrap-server HOST:PORT "
+                          "(the brokers' Admin API: any cluster, KRaft included)")
+
+
 def stderr_progress(enabled: bool) -> Callable[[str, int, int], None] | None:
     if not enabled:
         return None
@@ -244,7 +262,21 @@ def cluster_name(args: argparse.Namespace) -> str:
     except ConfigError as e:  # a read goes on; only the name falls back
         print(f"warning: {e}; the snapshot is named by its connect string", file=sys.stderr)
         config = None
+    if not getattr(args, "zk", None) and getattr(args, "bootstrap_server", None):
+        return _bootstrap_name(config, args.bootstrap_server)
     return gate.identify(config, zk=args.zk, resolve=resolve_host).label
+
+
+def _bootstrap_name(config, bootstrap: str) -> str:
+    """A cluster read through its brokers: the keel.toml cluster with the same bootstrap servers (in any order),
+    else the servers as given."""
+    from core.kafka.bootstrap import parse_bootstrap
+
+    given = set(parse_bootstrap(bootstrap))
+    for c in (config.clusters.values() if config is not None else ()):
+        if c.bootstrap and set(parse_bootstrap(c.bootstrap)) == given:
+            return c.name
+    return ",".join(parse_bootstrap(bootstrap))
 
 
 @contextmanager

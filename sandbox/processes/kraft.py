@@ -56,10 +56,25 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 """
 
+# Kafka's tools (TopicCommand, ...) under log4j 2: warnings only, on stderr.
+TOOLS_LOG4J2_PROPERTIES = """\
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = stderr
+"""
+
 
 def kraft_cluster_id() -> str:
-    """A new cluster id as Kafka's StorageTool random-uuid prints it (url-safe base64 of 16 bytes, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A new cluster id as Kafka's StorageTool random-uuid prints it (url-safe base64 of 16 bytes, no padding),
+    never starting with "-" (Kafka's Uuid.randomUuid draws again: a command line would read it as an option)."""
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not found.startswith("-"):
+            return found
 
 
 @dataclass
@@ -153,6 +168,19 @@ class KraftCluster(KafkaCluster):
     def _cmdline(self, b: BrokerInfo) -> list[str]:
         cmd = super()._cmdline(b)
         return [self._log_flag() if a.startswith("-Dlog4j.configuration=") else a for a in cmd]
+
+    def tool(self, main_class: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+        """One of Kafka's own tools from the fetched jars (see KafkaCluster.tool), logging as its version does."""
+        if not version_at_least(self.version, "4.0.0"):
+            return super().tool(main_class, *args, timeout=timeout)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        config = self.dir / "tools-log4j2.properties"
+        if not config.exists():
+            config.write_text(TOOLS_LOG4J2_PROPERTIES)
+        cmd = [java_for(self.version), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile=file:{config}",
+               "-cp", f"{lib_dir(self.version)}/*", main_class, *args]
+        return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
 
     def _write_files(self) -> None:
         super()._write_files()

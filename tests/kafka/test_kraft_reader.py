@@ -7,35 +7,14 @@ from __future__ import annotations
 
 import time
 
-import pytest
 
 from core.kafka.admin import KafkaAdmin
 from core.kafka.metadata import read_snapshot
 from core.model import ClusterSnapshot
-from sandbox.processes import kafka_setup
 from sandbox.processes.kraft import KraftCluster
 from tests.kafka.realkafka import eventually
 
-KAFKA_4 = "4.4.0"
 ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2], 3: [1, 3, 2], 4: [2, 1, 3]}
-
-
-@pytest.fixture(scope="module", params=["3.9.1", KAFKA_4])
-def kraft(request, tmp_path_factory) -> KraftCluster:
-    version = request.param
-    try:
-        kafka_setup.lib_dir(version)
-    except kafka_setup.KafkaNotFetchedError:
-        kafka_setup.fetch(version)
-    cluster = KraftCluster.create(tmp_path_factory.mktemp(f"kraft-{version}"), nodes=3, version=version,
-                                  detach=False)
-    started = time.monotonic()
-    cluster.start(timeout=120)
-    print(f"\nKRaft {version}: 3 nodes up in {time.monotonic() - started:.1f} s ({cluster.bootstrap_servers})")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def _admin(cluster: KraftCluster) -> KafkaAdmin:
