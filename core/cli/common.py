@@ -262,21 +262,8 @@ def cluster_name(args: argparse.Namespace) -> str:
     except ConfigError as e:  # a read goes on; only the name falls back
         print(f"warning: {e}; the snapshot is named by its connect string", file=sys.stderr)
         config = None
-    if not getattr(args, "zk", None) and getattr(args, "bootstrap_server", None):
-        return _bootstrap_name(config, args.bootstrap_server)
-    return gate.identify(config, zk=args.zk, resolve=resolve_host).label
-
-
-def _bootstrap_name(config, bootstrap: str) -> str:
-    """A cluster read through its brokers: the keel.toml cluster with the same bootstrap servers (in any order),
-    else the servers as given."""
-    from core.kafka.bootstrap import parse_bootstrap
-
-    given = set(parse_bootstrap(bootstrap))
-    for c in (config.clusters.values() if config is not None else ()):
-        if c.bootstrap and set(parse_bootstrap(c.bootstrap)) == given:
-            return c.name
-    return ",".join(parse_bootstrap(bootstrap))
+    return gate.identify(config, zk=getattr(args, "zk", None), bootstrap=getattr(args, "bootstrap_server", None),
+                         resolve=resolve_host).label
 
 
 @contextmanager

@@ -54,6 +54,8 @@ class PolledCluster:
         self.error: str | None = None
         self.last_good_at: str | None = None  # ISO time of the last successful poll
         self.polls = 0
+        self.resync_note: str | None = None  # what the ZooKeeper watcher says after a reconnect: nothing to say here
+        self.resynced_monotonic: float | None = None
         self._snapshot: ClusterSnapshot | None = None
         self._content: ClusterSnapshot | None = None
         self._generation = 0
