@@ -187,7 +187,9 @@ class KraftCluster(KafkaCluster):
         (self.dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
 
     def _format(self, b: BrokerInfo) -> None:
-        """Format the node's log dirs with the cluster id, once (a formatted dir is left alone)."""
+        """Format the node's log dirs with the cluster id, once (a dir formatted for this cluster is left alone; one
+        of another cluster, e.g. an earlier run in the same folder, is wiped: its node would not join)."""
+        self._wipe_foreign_data(b, self.cluster_id)
         if all((d / FORMATTED).exists() for d in self.log_dirs(b.id)):
             return
         config = self.broker_dir(b.id) / "server.properties"
