@@ -35,6 +35,8 @@ class Broker:
     # (core.zk.tree): remembered, not current. False for what /brokers/ids holds now, and for a down broker whose
     # registration was never seen (rack and endpoints unknown).
     remembered: bool = False
+    # KRaft: registered with the controller but fenced (stopped, or behind the metadata log): not alive either
+    fenced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,9 @@ class Partition:
     removing_replicas: tuple[int, ...] = ()
     # False when the state znode is missing (a topic the controller has not initialised yet).
     has_state: bool = True
+    # KRaft with eligible leader replicas (KIP-966, Kafka 4): replicas out of the ISR that may still be elected
+    # cleanly (they had every committed record when they left it)
+    elr: tuple[int, ...] = ()
 
     @property
     def preferred_leader(self) -> int:
@@ -121,6 +126,31 @@ class Problem:
     error: str
 
 
+@dataclass(frozen=True, slots=True)
+class QuorumReplica:
+    """One replica of KRaft's metadata log as DescribeQuorum reports it."""
+
+    id: int
+    log_end_offset: int | None = None
+    last_caught_up_ms: int | None = None  # epoch millis; None when the leader has not heard from it
+
+
+@dataclass(frozen=True, slots=True)
+class Quorum:
+    """KRaft's controller quorum: the leader of the metadata log (the active controller), its epoch and high
+    watermark, the voters (controllers) and the observers (brokers) with how far each has replicated."""
+
+    leader: int | None
+    epoch: int
+    high_watermark: int
+    voters: tuple[QuorumReplica, ...] = ()
+    observers: tuple[QuorumReplica, ...] = ()
+
+    def lag(self, replica: QuorumReplica) -> int | None:
+        """Records behind the high watermark (Kafka's kafka-metadata-quorum --replication "Lag")."""
+        return None if replica.log_end_offset is None else max(self.high_watermark - replica.log_end_offset, 0)
+
+
 @dataclass(frozen=True)
 class ClusterSnapshot:
     cluster: str
@@ -134,6 +164,13 @@ class ClusterSnapshot:
     # broker-level dynamic configs: "<default>" or the broker id as a string -> {key: value}
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     problems: tuple[Problem, ...] = ()
+    # "zookeeper" (read from ZooKeeper) or "kraft" (read through the Admin API from a cluster without ZooKeeper)
+    mode: str = "zookeeper"
+    quorum: Quorum | None = None
+
+    @property
+    def is_kraft(self) -> bool:
+        return self.mode == "kraft"
 
     # --- lookups (cached: a snapshot is immutable) -------------------------------------------
 
@@ -188,6 +225,7 @@ class ClusterSnapshot:
             "brokers": [
                 {"id": b.id, "rack": b.rack, "host": b.host, "port": b.port,
                  "endpoints": list(b.endpoints), "alive": b.alive} | ({"remembered": True} if b.remembered else {})
+                | ({"fenced": True} if b.fenced else {})
                 for b in sorted(self.brokers, key=lambda b: b.id)
             ],
             "broker_configs": {k: dict(v) for k, v in sorted(self.broker_configs.items())},
@@ -207,7 +245,8 @@ class ClusterSnapshot:
                 "deletion": sorted(self.in_progress.deletion),
             },
             "problems": [{"path": p.path, "error": p.error} for p in self.problems],
-        }
+        } | ({"mode": self.mode} if self.mode != "zookeeper" else {}) | (
+            {"quorum": _quorum_dict(self.quorum)} if self.quorum is not None else {})
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -260,6 +299,8 @@ class ClusterSnapshot:
                 ),
                 problems=tuple(Problem(_name(p, "path", "problems"), str(p.get("error", "")))
                                for p in _list(doc, "problems", "snapshot", ())),
+                mode=_mode(doc),
+                quorum=_quorum_from(_opt_obj(doc, "quorum", "snapshot")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise SnapshotFormatError(f"malformed snapshot: {type(e).__name__}: {e}") from None
@@ -289,6 +330,8 @@ def _partition_dict(p: Partition) -> dict[str, Any]:
          "removing_replicas": list(p.removing_replicas)}
     if not p.has_state:
         d["has_state"] = False
+    if p.elr:
+        d["elr"] = list(p.elr)
     return d
 
 
@@ -407,9 +450,44 @@ def _broker_from(b: Any, i: int) -> Broker:
     remembered = b.get("remembered", False)
     if type(remembered) is not bool or (remembered and alive):
         raise _bad(where, f"'remembered' must be true only for a broker that is not alive, got {_show(remembered)}")
+    fenced = b.get("fenced", False)
+    if type(fenced) is not bool or (fenced and alive):
+        raise _bad(where, f"'fenced' must be true only for a broker that is not alive, got {_show(fenced)}")
     endpoints = _strings(b, "endpoints", where) if b.get("endpoints") is not None else []
     return Broker(id=broker_id, rack=_opt(b, "rack", str, where), host=_opt(b, "host", str, where),
-                  port=_opt(b, "port", int, where), endpoints=tuple(endpoints), alive=alive, remembered=remembered)
+                  port=_opt(b, "port", int, where), endpoints=tuple(endpoints), alive=alive, remembered=remembered,
+                  fenced=fenced)
+
+
+def _mode(doc: Mapping[str, Any]) -> str:
+    mode = doc.get("mode", "zookeeper")
+    if mode not in ("zookeeper", "kraft"):
+        raise _bad("snapshot", f"'mode' must be \"zookeeper\" or \"kraft\", got {_show(mode)}")
+    return mode
+
+
+def _quorum_dict(q: Quorum) -> dict[str, Any]:
+    def replica(r: QuorumReplica) -> dict[str, Any]:
+        return {"id": r.id, "log_end_offset": r.log_end_offset, "last_caught_up_ms": r.last_caught_up_ms}
+    return {"leader": q.leader, "epoch": q.epoch, "high_watermark": q.high_watermark,
+            "voters": [replica(r) for r in q.voters], "observers": [replica(r) for r in q.observers]}
+
+
+def _quorum_from(q: Mapping[str, Any] | None) -> Quorum | None:
+    if q is None:
+        return None
+
+    def replicas(key: str) -> tuple[QuorumReplica, ...]:
+        out = []
+        for i, r in enumerate(_list(q, key, "quorum", ())):
+            where = f"quorum.{key}[{i}]"
+            r = _obj(r, where)
+            out.append(QuorumReplica(_int(r, "id", where), _opt(r, "log_end_offset", int, where),
+                                     _opt(r, "last_caught_up_ms", int, where)))
+        return tuple(out)
+    return Quorum(leader=_opt(q, "leader", int, "quorum"), epoch=_int(q, "epoch", "quorum"),
+                  high_watermark=_int(q, "high_watermark", "quorum"), voters=replicas("voters"),
+                  observers=replicas("observers"))
 
 
 def _moving_from(r: Any, where: str) -> TopicPartitionReplicas:
@@ -442,6 +520,7 @@ def _partition_from(topic: str, p: Any) -> Partition:
         adding_replicas=_broker_ids(p, "adding_replicas", where, ()),
         removing_replicas=_broker_ids(p, "removing_replicas", where, ()),
         has_state=has_state,
+        elr=_broker_ids(p, "elr", where, ()),
     )
 
 

@@ -88,8 +88,11 @@ def _admit(cfg: KeelConfig, action: str, needs: access.Role | None, who: access.
     target = gate.Target.named(cluster.name, snap.cluster_id if snap is not None else None)
     common = dict(needs=needs, exposed=identity.exposed(), store=store())
     gate.admit(who, cfg, target, action, **common)  # as drawn: a stale page never grants more than it showed
-    return gate.admit(who, frame.config(), target, action,
-                      probe=ZkClusterProbe(live.session) if live is not None else None, **common)
+    if cluster.through_brokers:
+        probe = gate.ThroughBrokersProbe(cluster.name, target.cluster_id)
+    else:
+        probe = ZkClusterProbe(live.session) if live is not None else None
+    return gate.admit(who, frame.config(), target, action, probe=probe, **common)
 
 
 def show_blocked(reason: str | None) -> None:

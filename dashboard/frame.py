@@ -54,7 +54,12 @@ _STAGES = {"brokers": "Reading brokers", "topics": "Reading topic assignments",
 
 def _cache_key(c: ClusterConfig) -> str:
     secret = hashlib.sha256((c.digest or "").encode()).hexdigest()[:16]
-    return repr((c.name, c.zk, secret, c.tls, c.connect_timeout))
+    return repr((c.name, c.zk, c.bootstrap, secret, c.tls, c.connect_timeout, c.poll_interval))
+
+
+def reached_through(c: ClusterConfig) -> str:
+    """How Keel reads the cluster, for a banner: its ZooKeeper, or its brokers (KRaft)."""
+    return f"the brokers at `{c.bootstrap}`" if c.through_brokers else f"ZooKeeper at `{c.zk}`"
 
 
 @st.cache_resource(show_spinner=False, on_release=lambda conn: conn.close())
@@ -117,7 +122,7 @@ def wait_for_first_snapshot(conn: Connection) -> None:
     while conn.phase in (Phase.CONNECTING, Phase.LOADING):
         with box.container():
             if conn.phase == Phase.CONNECTING:
-                st.info(f"Connecting to ZooKeeper at `{conn.cluster.zk}` "
+                st.info(f"Connecting to {reached_through(conn.cluster)} "
                         f"(gives up after {conn.cluster.connect_timeout:g} s)…", icon=":material/sync:")
             else:
                 stage, done, total = conn.progress or ("brokers", 0, 0)
@@ -138,7 +143,8 @@ def show_failure(conn: Connection) -> None:
     if conn.error_kind == ErrorKind.NO_KAFKA:
         st.error(f"**No Kafka cluster at `{c.zk}`.** {error}", icon=":material/search_off:")
     elif conn.error_kind == ErrorKind.UNREACHABLE:
-        st.error(f"**ZooKeeper unreachable** for cluster **{c.name}**: {error}. "
+        st.error(f"**{'The brokers are' if c.through_brokers else 'ZooKeeper is'} unreachable** for cluster "
+                 f"**{c.name}**: {error}. "
                  f"Keel retries every {RETRY_SECONDS:g} s and on every refresh.", icon=":material/cloud_off:")
     elif conn.error_kind == ErrorKind.AUTH:
         st.error(f"**ZooKeeper denied access** for cluster **{c.name}**: {error}", icon=":material/lock:")
@@ -164,7 +170,11 @@ def show_staleness(conn: Connection) -> None:
     notice = conn.resync_notice()
     if notice is not None:
         st.info(notice, icon=":material/sync:")
-    if since is not None:
+    if since is not None and conn.cluster.through_brokers:
+        st.warning(f"**The brokers cannot be read** ({md_text(live.error or 'no answer')}). Showing the last good "
+                   f"snapshot, from **{hhmmss(since)}**; it is not live. Keel asks again every "
+                   f"{conn.cluster.poll_interval:g} s.", icon=":material/cloud_off:")
+    elif since is not None:
         what = {"suspended": "connection to ZooKeeper lost", "lost": "ZooKeeper session lost"}.get(
             live.status, f"ZooKeeper session {live.status}")
         retry = " Reconnecting…" if conn.reconnecting else f" Retrying every {RETRY_SECONDS:g} s."
@@ -194,7 +204,7 @@ def live_snapshot(conn: Connection, *, in_fragment: bool) -> ClusterSnapshot:
         if conn.error is not None:  # kept until an attempt succeeds, so a retry does not blank it
             show_failure(conn)
         if conn.phase in (Phase.CONNECTING, Phase.LOADING):
-            st.caption(f"Connecting to `{conn.cluster.zk}`… (attempt {conn.attempts})")
+            st.caption(f"Connecting to {reached_through(conn.cluster)}… (attempt {conn.attempts})")
         st.stop()
     if in_fragment and not had_live:
         st.rerun()  # the first snapshot arrived while the page showed an error: draw the whole page
@@ -210,6 +220,9 @@ def status_line(conn: Connection) -> tuple[str, str]:
             snap = live.snapshot()
             up = len(snap.alive_broker_ids)
             text = f"Live · {up}/{len(snap.brokers)} brokers up · generation {live.generation}"
+            if conn.cluster.through_brokers:  # no watches: say how fresh the view is
+                text = (f"Live · {up}/{len(snap.brokers)} brokers up · read every {conn.cluster.poll_interval:g} s, "
+                        f"last at {hhmmss(live.last_good_at)}")
             if conn.resync_notice() is not None:
                 text += f" · re-read after a reconnect at {hhmmss(live.resynced_at)}"
             return "green", text
@@ -218,7 +231,9 @@ def status_line(conn: Connection) -> tuple[str, str]:
         return "orange", f"Stale since {hhmmss(conn.stale_since())} · {live.status}"
     if conn.phase in (Phase.CONNECTING, Phase.LOADING, Phase.IDLE):
         return "gray", "Connecting…"
-    return "red", {ErrorKind.NO_KAFKA: "No Kafka at this path", ErrorKind.UNREACHABLE: "ZooKeeper unreachable",
+    return "red", {ErrorKind.NO_KAFKA: "No Kafka at this path",
+                   ErrorKind.UNREACHABLE: "Brokers unreachable" if conn.cluster.through_brokers else
+                   "ZooKeeper unreachable",
                    ErrorKind.AUTH: "Access denied"}.get(conn.error_kind, "Connection failed")
 
 

@@ -25,7 +25,7 @@ CACHE_SECONDS = 5.0
 def status(conn: Connection) -> MigrationStatus | None:
     """The cluster's migration state, or None (a plain ZooKeeper-mode cluster, or nothing loaded yet)."""
     snap = conn.snapshot()
-    if snap is None:
+    if snap is None or conn.cluster.through_brokers:  # no ZooKeeper to migrate from
         return None
     memo = conn.memo("migration")
     now = time.monotonic()
@@ -52,6 +52,13 @@ def status(conn: Connection) -> MigrationStatus | None:
 
 def block_text(conn: Connection) -> str | None:
     """Why ZooKeeper writes are disabled on this cluster (plain text), or None."""
+    if conn.cluster.through_brokers:
+        from core.policy.gate import ThroughBrokersProbe
+
+        try:
+            ThroughBrokersProbe(conn.cluster.name).refuse_writes()
+        except KeelError as e:
+            return e.message
     s = status(conn)
     if s is not None:
         return s.write_block_reason

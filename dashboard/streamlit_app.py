@@ -75,8 +75,11 @@ with st.sidebar:
     cluster = cfg.clusters[choice]
     if len(names) > 1 and st.query_params.get("cluster") != choice:
         st.query_params["cluster"] = choice  # every view's URL names its cluster (paste it: same view)
-    st.caption(f"ZooKeeper `{cluster.zk}`" + (f" · digest user `{cluster.digest_user}`" if cluster.digest else "")
-               + (" · TLS" if cluster.tls else ""))
+    if cluster.through_brokers:
+        st.caption(f"KRaft · brokers `{cluster.bootstrap}`")
+    else:
+        st.caption(f"ZooKeeper `{cluster.zk}`" + (f" · digest user `{cluster.digest_user}`" if cluster.digest else "")
+                   + (" · TLS" if cluster.tls else ""))
     identity.sidebar(cfg, choice)  # signed in as whom, the role on this cluster, Sign out
     status_box = st.empty()
 

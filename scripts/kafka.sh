@@ -7,7 +7,8 @@
 #
 # KAFKA_VERSION (default 3.9.1) picks another version; RUN_DIR (default .run, relative to the repository) the
 # cache folder. The folder is complete when its marker file (written last) names the same version, Scala build,
-# profile, pom and jar count; anything else is fetched again from scratch. Needs `mvn` (`make deps` installs
+# profile, pom and jar count; anything else is fetched again from scratch. Kafka 4.x (KRaft only) logs through
+# log4j 2 (the pom's `log4j2` profile). Needs `mvn` (`make deps` installs
 # Debian's maven). Older versions (`make test-kafka-matrix`): before 3.5 the tools are inside kafka_2.1x and the
 # logging backend is log4j 1.2 + slf4j-log4j12 (the pom's `legacy` profile); before 2.4 there is no Scala 2.13
 # build, so kafka_2.12 is used (KAFKA_SCALA=2.12|2.13 overrides the choice).
@@ -22,7 +23,9 @@ version_lt() {
 }
 if version_lt "$KAFKA_VERSION" 2.4.0; then SCALA_DEFAULT=2.12; else SCALA_DEFAULT=2.13; fi
 KAFKA_SCALA="${KAFKA_SCALA:-$SCALA_DEFAULT}"
-if version_lt "$KAFKA_VERSION" 3.5.0; then PROFILE=legacy; else PROFILE=tools; fi
+if version_lt "$KAFKA_VERSION" 3.5.0; then PROFILE=legacy
+elif version_lt "$KAFKA_VERSION" 4.0.0; then PROFILE=tools
+else PROFILE=log4j2; fi
 RUN_DIR="$(realpath -m "${RUN_DIR:-.run}")"
 POM="$PWD/scripts/kafka/pom.xml"
 DEST="$RUN_DIR/kafka/$KAFKA_VERSION"
@@ -68,7 +71,8 @@ fetch() {
     echo "kafka: fetching Apache Kafka $KAFKA_VERSION (kafka_$KAFKA_SCALA, $PROFILE) from Maven Central into $LIB ..."
     local start=$SECONDS
     local legacy=()
-    [ "$PROFILE" = legacy ] && legacy=(-Dkafka.legacy)
+    [ "$PROFILE" = legacy ] && legacy=(-Dkafka.legacy -Dkafka.logging=log4j)
+    [ "$PROFILE" = log4j2 ] && legacy=(-Dkafka.logging=log4j2)
     if ! mvn -q -B -U -ntp -Dstyle.color=never -f "$POM" -Dkafka.version="$KAFKA_VERSION" \
             -Dscala.binary.version="$KAFKA_SCALA" "${legacy[@]}" \
             dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$LOG" 2>&1; then
@@ -84,11 +88,14 @@ $what
     local jars
     jars="$(find "$tmp" -maxdepth 1 -name '*.jar' | wc -l)"
     local needed=("kafka_$KAFKA_SCALA-$KAFKA_VERSION.jar" "kafka-clients-$KAFKA_VERSION.jar")
-    [ "$PROFILE" = tools ] && needed+=("kafka-tools-$KAFKA_VERSION.jar")
+    [ "$PROFILE" != legacy ] && needed+=("kafka-tools-$KAFKA_VERSION.jar")
     for jar in "${needed[@]}"; do
         [ -f "$tmp/$jar" ] || fail "mvn finished but $jar is missing from the copied jars (see $LOG)"
     done
-    if [ "$PROFILE" = tools ]; then
+    if [ "$PROFILE" = log4j2 ]; then
+        ls "$tmp"/log4j-core-*.jar "$tmp"/log4j-slf4j-impl-*.jar >/dev/null 2>&1 \
+            || fail "mvn finished but log4j-core / log4j-slf4j-impl are missing: the broker would log nothing (see $LOG)"
+    elif [ "$PROFILE" = tools ]; then
         ls "$tmp"/reload4j-*.jar "$tmp"/slf4j-reload4j-*.jar >/dev/null 2>&1 \
             || fail "mvn finished but reload4j / slf4j-reload4j are missing: the broker would log nothing (see $LOG)"
     else

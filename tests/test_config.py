@@ -62,6 +62,15 @@ def test_parses_sample(tmp_path):
     assert can_act(cfg)
 
 
+def test_a_cluster_read_through_its_brokers_needs_no_zookeeper():
+    """KRaft clusters have no ZooKeeper: bootstrap alone is a cluster, read through the Admin API (issue 26)."""
+    cfg = parse_config('[clusters.k]\nbootstrap = "b1:9092,b2:9092"\npoll_interval = 5\n', env={})
+    k = cfg.clusters["k"]
+    assert k.zk is None and k.through_brokers and k.bootstrap == "b1:9092,b2:9092" and k.poll_interval == 5.0
+    demo = parse_config(SAMPLE, env={}).clusters["demo"]
+    assert not demo.through_brokers and demo.poll_interval == 2.0
+
+
 def test_frozen_and_hashable():
     cfg = parse_config(SAMPLE, env={})
     with pytest.raises(Exception):
@@ -120,6 +129,9 @@ def test_tls_true_and_cert_pairing():
     ("clusters = 3\n", "clusters", "must be a table"),
     ("[clusters]\n", "clusters", "no clusters"),
     ("[clusters.a]\ndescription = \"x\"\n", "clusters.a.zk", "missing"),
+    ("[clusters.a]\ndescription = \"x\"\n", "clusters.a.zk", "or bootstrap"),
+    ("[clusters.a]\nbootstrap = \"b:9092\"\npoll_interval = 0.1\n", "clusters.a.poll_interval", "[0.5, 600]"),
+    ("[clusters.a]\nbootstrap = \"b:9092\"\npoll_interval = \"2\"\n", "clusters.a.poll_interval", "seconds"),
     ("[clusters.a]\nzk = \"\"\n", "clusters.a.zk", "non-empty"),
     ("[clusters.a]\nzk = 2181\n", "clusters.a.zk", "non-empty"),
     ("[clusters.a]\nzk = \"h:1 /x\"\n", "clusters.a.zk", "whitespace"),

@@ -10,6 +10,7 @@ _ = None  # vulture's placeholder for "an attribute of something"
 _.row_factory  # core/audit/store.py: sqlite3 reads Connection.row_factory to build sqlite3.Row results
 _.formatter_class  # core/cli/exits.py: argparse reads the parser's formatter_class to lay out --help
 _.exc  # __exit__(self, exc_type, exc, tb) parameters: the context-manager protocol fixes the signature
+_._controller_id  # core/kafka/admin.py: kafka-python's KafkaAdminClient reads it; None makes it find the controller
 
 # --- dataclass fields serialized as a whole (dataclasses.asdict), so no attribute access names them -----------
 _.stdev  # core/balance/metrics.py Distribution: in `plan --report` JSON (PlanResult.to_dict -> asdict(report))
@@ -28,6 +29,7 @@ _.encode_migration  # /migration as Kafka writes it: tests write it to put a clu
 # --- used by tests to set up or observe what the product does -----------------------------------------------
 _.with_state  # core/model.py Partition: tests build a partition whose state znode is missing
 _.as_read  # core/model.py ClusterSnapshot: tests compare a live view with what a fresh read gives
+_.polls  # core/kafka/poller.py PolledCluster: tests count polls to show an unchanged cluster keeps its snapshot
 _.partition_health  # core/health.py: the per-partition rows as a list; test_health's oracle for the summary
 _.principals  # core/policy/access.py AccessRules: test_auth_roles checks how a cluster's table merges
 _.only_in_sync  # core/restarts.py: the partitions a broker is the only ISR member of; test_restarts checks it

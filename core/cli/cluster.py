@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from core.cli.argtypes import whole
-from core.cli.common import add_bootstrap_option, add_zk_options, cluster_name, stderr_progress, zk_session
+from core.cli.common import add_bootstrap_option, add_zk_options, cluster_name, read_cluster, stderr_progress
 from core.cli.io import check_output, write_output
 from core.errors import KeelError, TooLargeError, UnknownTopicError, ValidationError
 from core.model import ClusterSnapshot
@@ -82,11 +82,8 @@ def broker_defaults_from_args(args: argparse.Namespace, brokers: Iterable[int]):
 
 def cmd_describe(args: argparse.Namespace) -> int:
     from core.health import filter_partitions, matching_topics, min_isr_note
-    from core.zk.reader import read_snapshot
 
-    with zk_session(args) as session:
-        snap = read_snapshot(session, cluster=cluster_name(args) if args.json else "",
-                             progress=stderr_progress(args.progress))
+    snap = read_cluster(args, cluster=cluster_name(args) if args.json else "", progress=stderr_progress(args.progress))
     flags = dict(under_replicated=args.under_replicated_partitions, unavailable=args.unavailable_partitions,
                  under_min_isr=args.under_min_isr_partitions, at_min_isr=args.at_min_isr_partitions)
     if args.topic and not matching_topics(snap, args.topic):
@@ -108,11 +105,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from core.zk.reader import read_snapshot
-
     check_output(args.output, "-o")  # before reading what may be a 200,000-partition cluster
-    with zk_session(args) as session:
-        snap = read_snapshot(session, cluster=cluster_name(args), progress=stderr_progress(args.progress))
+    snap = read_cluster(args, cluster=cluster_name(args), progress=stderr_progress(args.progress))
     text = snap.to_json(indent=None if args.compact else 1)
     write_output(args.output, text, "-o")  # atomic: never half a snapshot
     if args.output != "-":
@@ -147,7 +141,7 @@ def cmd_assign(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("describe", help="topics, partitions, leaders and ISR like kafka-topics --describe")
-    add_zk_options(p)
+    add_zk_options(p, required=False)
     p.add_argument("--topic", metavar="REGEX", help="only topics whose whole name matches REGEX")
     p.add_argument("--under-replicated-partitions", action="store_true", help="only under-replicated partitions")
     p.add_argument("--unavailable-partitions", action="store_true", help="only partitions without a live leader")
@@ -159,7 +153,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_describe)
 
     p = sub.add_parser("snapshot", help="write the cluster's full snapshot JSON")
-    add_zk_options(p)
+    add_zk_options(p, required=False)
+    add_bootstrap_option(p, "the brokers: read the cluster through Kafka's Admin API instead of ZooKeeper (KRaft "
+                            "clusters have no ZooKeeper)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="output file, or - for stdout")
     p.add_argument("--cluster", metavar="NAME",
                    help="cluster name recorded in the snapshot (default: the keel.toml cluster --zk reaches, else "

@@ -158,6 +158,24 @@ def zk_session(args: argparse.Namespace) -> Iterator[ZkSession]:
         session.close()
 
 
+def read_cluster(args: argparse.Namespace, *, cluster: str = "",
+                 progress: Callable[[str, int, int], None] | None = None):
+    """The whole cluster as a snapshot, from ZooKeeper (--zk) or, without --zk, through the brokers' Admin API
+    (--bootstrap-server: any cluster, KRaft included). The read commands ask this and need not know which."""
+    if getattr(args, "zk", None):
+        from core.zk.reader import read_snapshot
+
+        with zk_session(args) as session:
+            return read_snapshot(session, cluster=cluster, progress=progress)
+    if getattr(args, "bootstrap_server", None):
+        from core.kafka.metadata import read_snapshot as read_through_admin
+
+        with kafka_admin(args, "reading the cluster") as admin:
+            return read_through_admin(admin, cluster=cluster)
+    raise ValidationError("give the cluster: --zk CONNECT (ZooKeeper mode) or --bootstrap-server HOST:PORT "
+                          "(the brokers' Admin API: any cluster, KRaft included)")
+
+
 def stderr_progress(enabled: bool) -> Callable[[str, int, int], None] | None:
     if not enabled:
         return None
@@ -244,7 +262,8 @@ def cluster_name(args: argparse.Namespace) -> str:
     except ConfigError as e:  # a read goes on; only the name falls back
         print(f"warning: {e}; the snapshot is named by its connect string", file=sys.stderr)
         config = None
-    return gate.identify(config, zk=args.zk, resolve=resolve_host).label
+    return gate.identify(config, zk=getattr(args, "zk", None), bootstrap=getattr(args, "bootstrap_server", None),
+                         resolve=resolve_host).label
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import time
 
 from core.cli.argtypes import REQUEST, WAIT, seconds, whole
 from core.cli.cluster import add_min_isr_options
-from core.cli.common import add_zk_options
+from core.cli.common import add_bootstrap_option, add_zk_options
 from core.cli.ops_kafka import snapshot_from_args as _snapshot
 from core.errors import ValidationError
 
@@ -197,7 +197,28 @@ def cmd_restart_check(args: argparse.Namespace) -> int:
 # --- migration ------------------------------------------------------------------------------------------
 
 
+def _mode_through_brokers(args: argparse.Namespace) -> int:
+    """`migration --bootstrap-server` alone: what the brokers say of the mode (a KRaft cluster has no ZooKeeper
+    to migrate from: it has migrated, or was KRaft from the start)."""
+    from core.cli.common import read_cluster
+
+    snap = read_cluster(args)
+    quorum = snap.quorum
+    doc = {"mode": snap.mode, "controller": snap.controller.broker_id if snap.controller else None,
+           "voters": [v.id for v in quorum.voters] if quorum else None}
+    if args.json:
+        _print_json(doc)
+    elif snap.is_kraft:
+        print(f"KRaft mode: no ZooKeeper (migrated, or KRaft from the start); active controller "
+              f"{doc['controller']}, quorum voters {', '.join(map(str, doc['voters']))}")
+    else:
+        print("ZooKeeper mode (the brokers do not answer DescribeQuorum): give --zk to read the migration state")
+    return 0
+
+
 def cmd_migration(args: argparse.Namespace) -> int:
+    if not args.zk:
+        return _mode_through_brokers(args)
     from core.cli.common import zk_session
     from core.zk.migration_state import read_migration
     from core.zk.reader import read_snapshot
@@ -236,6 +257,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("rack-skew", help="extra load on the brokers of a small rack under rack-aware placement")
     add_zk_options(p, required=False)
+    add_bootstrap_option(p, "the brokers: read the cluster through Kafka's Admin API instead of ZooKeeper")
     p.add_argument("--snapshot", metavar="FILE", help="a snapshot file instead of --zk")
     p.add_argument("--brokers", metavar="ID:RACK,...", help="brokers instead of a cluster, e.g. 1:a,2:a,3:b,4:c")
     p.add_argument("--replication-factor", type=whole, metavar="R", help="default: the most common one (else 3)")
@@ -265,7 +287,9 @@ def register(sub) -> None:
             p.add_argument("--limit", type=whole, default=20, metavar="N", help="leadership moves listed (default 20)")
 
     p = sub.add_parser("migration", help="ZooKeeper -> KRaft migration state (/migration, the KRaft controller)")
-    add_zk_options(p)
+    add_zk_options(p, required=False)
+    add_bootstrap_option(p, "the brokers, without --zk: says whether the cluster runs in KRaft mode and names its "
+                            "controller quorum")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_migration)
 

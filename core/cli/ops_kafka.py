@@ -18,20 +18,18 @@ BOOTSTRAP_HELP = "Kafka's bootstrap servers (the Admin API)"
 
 
 def snapshot_from_args(args: argparse.Namespace) -> ClusterSnapshot:
-    """The cluster from --snapshot FILE or live from --zk."""
+    """The cluster from --snapshot FILE, or live from --zk or the brokers (--bootstrap-server)."""
     if getattr(args, "snapshot", None):
         from core.cli.io import read_input
         from core.model import MAX_SNAPSHOT_BYTES
 
         return ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
                                                     what="snapshot", why="~2 million partitions"))
-    if not getattr(args, "zk", None):
-        raise ValidationError("give the cluster: --zk CONNECT or --snapshot FILE")
-    from core.cli.common import zk_session
-    from core.zk.reader import read_snapshot
+    if not getattr(args, "zk", None) and not getattr(args, "bootstrap_server", None):
+        raise ValidationError("give the cluster: --zk CONNECT, --bootstrap-server HOST:PORT or --snapshot FILE")
+    from core.cli.common import read_cluster
 
-    with zk_session(args) as session:
-        return read_snapshot(session)
+    return read_cluster(args)
 
 
 def _print_json(doc: object) -> None:

@@ -69,14 +69,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.snapshot:
         snap = ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
                                                     what="snapshot", why="~2 million partitions"))
-    elif not args.zk:
-        raise ValidationError("give the cluster to plan for: --snapshot FILE or --zk CONNECT")
+    elif not args.zk and not args.bootstrap_server:
+        raise ValidationError("give the cluster to plan for: --snapshot FILE, --zk CONNECT or --bootstrap-server "
+                              "HOST:PORT")
     else:
-        from core.cli.common import zk_session
-        from core.zk.reader import read_snapshot
+        from core.cli.common import read_cluster
 
-        with zk_session(args) as session:
-            snap = read_snapshot(session)
+        snap = read_cluster(args)
     print_problems(snap)
     if args.import_file:
         text = _read_plan_input(args.import_file, "--import", "reassignment")

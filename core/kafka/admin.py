@@ -44,6 +44,8 @@ DEFAULT_TIMEOUT = 10.0
 CANCEL_SINCE = (2, 4)  # AlterPartitionReassignments / ListPartitionReassignments (KIP-455)
 _ALTER_REASSIGNMENTS = 45  # Kafka's ApiKeys.ALTER_PARTITION_REASSIGNMENTS
 _LIST_REASSIGNMENTS = 46
+_DESCRIBE_QUORUM = 55  # KIP-595, answered by KRaft brokers and controllers only
+_DESCRIBE_TOPIC_PARTITIONS = 75  # KIP-966, Kafka 3.7+ brokers in KRaft mode
 
 TopicPartition = tuple[str, int]
 # one broker property as a broker describes it: (value, source, ((synonym, value, source), ...)), sources named as
@@ -238,6 +240,16 @@ class KafkaAdmin:
         except (RuntimeError, ValueError, OSError) as e:  # kafka-python's own ("Failed to find active controller")
             raise KafkaAdminError(f"could not {what} through {self.bootstrap}: {e}") from None
 
+    def _to_controller(self, call):
+        """`call()`, a request kafka-python sends to the controller it found once and kept. Under KRaft that is a
+        broker DescribeCluster named at random; when it has gone (stopped, fenced) the request is not sent
+        (UnknownBrokerId, NodeNotReady): ask for the controller again and send it once more."""
+        try:
+            return call()
+        except (kerrors.UnknownBrokerIdError, kerrors.NodeNotReadyError):
+            self._admin._controller_id = None
+            return call()
+
     # --- versions ----------------------------------------------------------------------------------
 
     @property
@@ -248,8 +260,10 @@ class KafkaAdmin:
         return None
 
     def _api_keys(self) -> set[int]:
+        # the raw keys: kafka-python's api_versions() maps each to its ApiKey enum and fails on a key newer than
+        # itself (Kafka 4.x answers some), which would hide every other
         with contextlib.suppress(Exception):
-            return {int(k) for k in self._admin.api_versions()}
+            return {int(k) for k in self._admin._manager.broker_version_data.api_versions}
         return set()
 
     @property
@@ -300,7 +314,8 @@ class KafkaAdmin:
         if keys == []:
             return {}
         with self._translate("list the running reassignments"):
-            found = self._admin.list_partition_reassignments(keys, timeout_ms=int(self.timeout * 1000))
+            found = self._to_controller(lambda: self._admin.list_partition_reassignments(
+                keys, timeout_ms=int(self.timeout * 1000)))
         out = {(tp.topic, tp.partition): Reassigning(tuple(v["replicas"]), tuple(v["adding_replicas"]),
                                                      tuple(v["removing_replicas"])) for tp, v in found.items()}
         return dict(sorted(out.items()))
@@ -312,8 +327,8 @@ class KafkaAdmin:
         if not keys:
             return {}
         with self._translate("cancel the reassignment"):
-            answer = self._admin.alter_partition_reassignments({_TP(t, p): None for t, p in keys},
-                                                               timeout_ms=int(self.timeout * 1000))
+            answer = self._to_controller(lambda: self._admin.alter_partition_reassignments(
+                {_TP(t, p): None for t, p in keys}, timeout_ms=int(self.timeout * 1000)))
         got: Mapping = {(tp.topic, tp.partition): err for tp, err in answer.items()}
         return {k: (None if got[k] is None else _describe(got[k])) if k in got
                 else "the controller did not answer for this partition" for k in keys}
@@ -357,6 +372,67 @@ class KafkaAdmin:
         with self._translate("describe the brokers' configs"):
             answers = manager.run(ask)
         return {b: _broker_answer(b, answer) for b, answer in answers.items()}
+
+    # --- the cluster's metadata (read without ZooKeeper) ------------------------------------------------
+
+    def describe_cluster(self) -> dict:
+        """DescribeCluster (Metadata before 2.8): {"cluster_id", "controller_id", "brokers": [{"broker_id",
+        "host", "port", "rack"}]}, the live brokers only. Under KRaft, controller_id is a broker the client may send
+        controller requests to, not the quorum's leader: that is `quorum()`'s."""
+        with self._translate("describe the cluster"):
+            return self._admin.describe_cluster()
+
+    def topic_names(self) -> list[str]:
+        with self._translate("list the topics"):
+            return sorted(self._admin.list_topics())
+
+    def topic_partitions(self, topics: Sequence[str], *, page: int = 2000) -> list[dict]:
+        """Every partition of `topics` as the brokers describe it: one dict per topic ("name", "topic_id",
+        "partitions": [{"partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes",
+        "offline_replicas", "eligible_leader_replicas"?}]). Through DescribeTopicPartitions (KIP-966, Kafka 3.7+
+        in KRaft mode) in pages of `page` partitions, so 100,000 partitions never come back in one response;
+        through Metadata where brokers do not have it (ZooKeeper mode)."""
+        names = list(topics)
+        if not names:
+            return []
+        if _DESCRIBE_TOPIC_PARTITIONS in self._api_keys():
+            by_name: dict[str, dict] = {}
+            cursor = None
+            with self._translate("describe the topics' partitions"):
+                while True:
+                    answer = self._admin.describe_topic_partitions(names, response_partition_limit=page,
+                                                                   cursor=cursor)
+                    for t in answer["topics"]:
+                        seen = by_name.setdefault(t["name"], {**t, "partitions": []})
+                        seen["partitions"].extend(t["partitions"])
+                    cursor = answer.get("next_cursor")
+                    if not cursor:
+                        break
+            return [by_name[n] for n in sorted(by_name)]
+        with self._translate("describe the topics"):
+            return sorted(self._admin.describe_topics(names), key=lambda t: t["name"])
+
+    def topic_overrides(self, topics: Sequence[str], *, batch: int = 500) -> dict[str, dict[str, str]]:
+        """Each topic's own settings (DYNAMIC_TOPIC_CONFIG: what /config/topics/<t> holds in ZooKeeper mode), in
+        requests of `batch` topics. A sensitive value the brokers do not return is left out."""
+        names = list(topics)
+        out: dict[str, dict[str, str]] = {}
+        for i in range(0, len(names), batch):
+            chunk = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names[i:i + batch]]
+            with self._translate("describe the topics' configs"):
+                answer = self._admin.describe_configs(chunk)
+            for name, entries in (answer.get("topic") or {}).items():
+                out[name] = {k: v["value"] for k, v in sorted(entries.items())
+                             if v.get("config_source") == "DYNAMIC_TOPIC_CONFIG" and v.get("value") is not None}
+        return out
+
+    def quorum(self) -> dict | None:
+        """DescribeQuorum of the metadata log (KRaft only): leader, epoch, high watermark, voters and observers with
+        their log end offsets; None for brokers in ZooKeeper mode, which do not answer it."""
+        if _DESCRIBE_QUORUM not in self._api_keys():
+            return None
+        with self._translate("describe the KRaft quorum"):
+            return self._admin.describe_metadata_quorum()
 
 
 def _source(code: object) -> str:

@@ -73,12 +73,14 @@ __all__ = [
 CONFIG_ENV = "KEEL_CONFIG"
 DIGEST_ENV_PREFIX = "KEEL_ZK_DIGEST_"
 DEFAULT_CONNECT_TIMEOUT = 5.0
+DEFAULT_POLL_INTERVAL = 2.0  # seconds between reads of a cluster without ZooKeeper (core.kafka.poller)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = REPO_ROOT / "keel.toml"
 
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _KEEL_KEYS = {"role", "read_only"}
 _CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout", "bootstrap", "command_config", "access",
+                 "poll_interval",
                  "min_insync_replicas"}
 _TLS_KEYS = {"ca", "cert", "key", "key_password", "verify"}
 
@@ -108,7 +110,8 @@ class TlsConfig:
 @dataclass(frozen=True)
 class ClusterConfig:
     name: str
-    zk: str
+    # ZooKeeper's connect string; None for a cluster read through its brokers only (bootstrap: KRaft clusters)
+    zk: str | None
     description: str = ""
     digest: str | None = field(default=None, repr=False)  # "user:password"; never printed
     tls: TlsConfig | None = None
@@ -122,6 +125,13 @@ class ClusterConfig:
     # The brokers' static min.insync.replicas (server.properties), assumed where Keel cannot read it from the brokers
     # (no bootstrap, or they do not answer); None: Kafka's default, 1 (core.broker_defaults).
     min_insync_replicas: int | None = None
+    # seconds between two reads of a cluster read through its brokers (KRaft gives clients no watches)
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+
+    @property
+    def through_brokers(self) -> bool:
+        """Read through the brokers' Admin API (no ZooKeeper: a KRaft cluster)."""
+        return self.zk is None
 
     @property
     def digest_user(self) -> str | None:
@@ -265,14 +275,17 @@ def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Pat
     _no_unknown(source, key, body, _CLUSTER_KEYS)
 
     zk = body.get("zk")
-    if zk is None:
-        raise ConfigError(source, f"{key}.zk", "missing",
-                          hint='the ZooKeeper connect string Kafka uses, e.g. zk = "zk1:2181,zk2:2181/kafka"')
-    if not isinstance(zk, str) or not zk.strip():
-        raise ConfigError(source, f"{key}.zk", f"must be a non-empty connect string, got {zk!r}")
-    zk = zk.strip()
-    if any(c.isspace() for c in zk):
-        raise ConfigError(source, f"{key}.zk", f"must not contain whitespace: {zk!r}")
+    if zk is None and body.get("bootstrap") is None:
+        raise ConfigError(source, f"{key}.zk", "missing: give zk (a ZooKeeper-mode cluster) or bootstrap (the "
+                          "brokers' Admin API: any cluster, KRaft included)",
+                          hint='the ZooKeeper connect string Kafka uses, e.g. zk = "zk1:2181,zk2:2181/kafka", or '
+                               'bootstrap = "broker1:9092,broker2:9092" for a KRaft cluster')
+    if zk is not None:
+        if not isinstance(zk, str) or not zk.strip():
+            raise ConfigError(source, f"{key}.zk", f"must be a non-empty connect string, got {zk!r}")
+        zk = zk.strip()
+        if any(c.isspace() for c in zk):
+            raise ConfigError(source, f"{key}.zk", f"must not contain whitespace: {zk!r}")
 
     description = body.get("description", "")
     if not isinstance(description, str):
@@ -325,6 +338,11 @@ def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Pat
                           f"{min_isr!r}", hint="the min.insync.replicas of the brokers' server.properties, e.g. "
                           "min_insync_replicas = 2")
 
+    poll = body.get("poll_interval", DEFAULT_POLL_INTERVAL)
+    if isinstance(poll, bool) or not isinstance(poll, (int, float)) or not math.isfinite(poll) or not 0.5 <= poll <= 600:
+        raise ConfigError(source, f"{key}.poll_interval", f"must be a number of seconds in [0.5, 600], got {poll!r}",
+                          hint="how often Keel re-reads a cluster through its brokers, e.g. poll_interval = 2")
+
     try:
         access = parse_access(body.get("access"), f"{key}.access")
     except AccessSettingError as e:
@@ -332,7 +350,7 @@ def _cluster(source, name: str, body: Any, env: Mapping[str, str], base_dir: Pat
 
     return ClusterConfig(name=name, zk=zk, description=description.strip(), digest=digest, tls=tls,
                          connect_timeout=float(timeout), bootstrap=bootstrap, kafka_security=security,
-                         access=access, min_insync_replicas=min_isr)
+                         access=access, min_insync_replicas=min_isr, poll_interval=float(poll))
 
 
 def _tls(source, key: str, raw: Any, base_dir: Path | None) -> TlsConfig | None:

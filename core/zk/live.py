@@ -116,6 +116,8 @@ class Connection:
                     return
                 replacing = False
             else:
+                if self.cluster.through_brokers:  # the poller keeps trying by itself
+                    return
                 if self.live.status in ("connected", "connecting", "resyncing") or self._down_since is None:
                     return
                 if now - self._down_since < REPLACE_AFTER_SECONDS:
@@ -148,6 +150,9 @@ class Connection:
             _stop_live(late)
 
     def _attempt(self, replacing: bool) -> None:
+        if self.cluster.through_brokers:
+            self._attempt_brokers()
+            return
         session: ZkSession | None = None
         live: LiveCluster | None = None
         try:
@@ -211,6 +216,44 @@ class Connection:
                 log.warning("cluster %s: %s", self.cluster.name, r.note.removeprefix("note: "))
         except Exception:
             log.exception("cluster %s: could not reconcile pending actions", self.cluster.name)
+
+    def _attempt_brokers(self) -> None:
+        """A cluster without ZooKeeper (keel.toml: bootstrap, no zk): its brokers' Admin API, polled
+        (core.kafka.poller). The poller retries by itself; a failed first read is retried like a failed connect."""
+        from core.kafka.admin import KafkaAdmin
+        from core.kafka.poller import PolledCluster
+
+        admin = None
+        try:
+            admin = KafkaAdmin.for_cluster(self.cluster)
+            with self._lock:
+                if self.phase != Phase.CLOSED:
+                    self.phase = Phase.LOADING
+            live = PolledCluster(admin, cluster=self.cluster.name, interval=self.cluster.poll_interval).start()
+        except Exception as e:
+            if admin is not None:
+                admin.close()
+            kind, failure = _describe(e, self.cluster)
+            with self._lock:
+                self.failure, self.error_kind = failure, kind
+                self._last_attempt_end = time.monotonic()
+                if self.phase != Phase.CLOSED:
+                    self.phase = Phase.FAILED
+            log.warning("cluster %s: reading the brokers failed: %s", self.cluster.name, failure)
+            return
+        with self._lock:
+            if self.phase == Phase.CLOSED:
+                closed = True
+            else:
+                closed = False
+                self.live = live
+                self.phase, self.failure, self.error_kind = Phase.READY, None, None
+                self._last_attempt_end = time.monotonic()
+                with self._derived_lock:
+                    self._derived.clear()
+                self._memo.clear()
+        if closed:
+            _stop_live(live)
 
     def _on_progress(self, stage: str, done: int, total: int) -> None:
         self.progress = (stage, done, total)
@@ -277,6 +320,10 @@ class Connection:
     def write_session(self) -> ZkSession:
         """The live view's ZooKeeper session, for the writes of the action pages (core.zk.topic_admin,
         core.zk.election_writes): they re-read live state through it before writing. Refused unless connected."""
+        if self.cluster.through_brokers:
+            from core.policy.gate import ThroughBrokersProbe
+
+            ThroughBrokersProbe(self.cluster.name).refuse_writes()
         live = self.live
         if live is not None and live.status == "resyncing":
             raise ZooKeeperUnreachableError(
@@ -351,12 +398,13 @@ class _Slot:
         return cell
 
 
-def _stop_live(live: LiveCluster) -> None:
+def _stop_live(live) -> None:
+    """Stop a live view and close what it reads through (a ZooKeeper session, or the poller's Admin client)."""
     try:
         live.stop()
     finally:
         try:
-            live.session.close()
+            (live.session if isinstance(live, LiveCluster) else live.admin).close()
         except Exception:
             pass
 
@@ -365,7 +413,9 @@ def _describe(e: Exception, cluster: ClusterConfig) -> tuple[ErrorKind, KeelErro
     """What kind of failure `e` is, as a KeelError (anything else is wrapped, with its type named)."""
     if isinstance(e, NoKafkaError):
         return ErrorKind.NO_KAFKA, e
-    if isinstance(e, ZooKeeperUnreachableError):
+    from core.kafka.admin import KafkaUnreachableError
+
+    if isinstance(e, (ZooKeeperUnreachableError, KafkaUnreachableError)):
         return ErrorKind.UNREACHABLE, e
     if isinstance(e, ZooKeeperAuthError):
         return ErrorKind.AUTH, e

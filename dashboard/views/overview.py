@@ -51,6 +51,31 @@ def load_charts(summary: health.ClusterSummary):
                                    title="Leaders per broker", y_title="Leaders", colors=colors))
 
 
+def quorum_table(snap: ClusterSnapshot) -> pd.DataFrame:
+    """KRaft's controller quorum as kafka-metadata-quorum --describe --replication shows it."""
+    q = snap.quorum
+    rows = [{"Node": r.id, "Role": ("leader" if r.id == q.leader else "voter") if voter else "observer",
+             "Log end offset": r.log_end_offset, "Lag": q.lag(r),
+             "Last caught up": frame.hhmmss(_iso(r.last_caught_up_ms)) if r.last_caught_up_ms else "—"}
+            for voter, members in ((True, q.voters), (False, q.observers)) for r in members]
+    return pd.DataFrame(rows, columns=["Node", "Role", "Log end offset", "Lag", "Last caught up"])
+
+
+def _iso(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def quorum_section(snap: ClusterSnapshot) -> None:
+    q = snap.quorum
+    st.subheader("Controller quorum", anchor=False)
+    st.caption(f"The metadata log's leader is the active controller: node {q.leader if q.leader is not None else 'none'}"
+               f", epoch {q.epoch}, high watermark {q.high_watermark:,}; {len(q.voters)} voter(s), "
+               f"{len(q.observers)} observer(s). Offsets as of the last change Keel saw.")
+    st.dataframe(quorum_table(snap), hide_index=True, width="stretch")
+
+
 def _style_brokers(df: pd.DataFrame):
     def row(r):
         down = r["Status"] == "DOWN"
@@ -64,7 +89,9 @@ def live() -> None:
     summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     ctrl = snap.controller
 
-    st.caption(f"Source `{snap.source}` · last change seen {frame.hhmmss(snap.captured_at)}"
+    mode = ("KRaft (no ZooKeeper: read through the brokers' Admin API)" if snap.is_kraft
+            else "ZooKeeper" if not ctx.cluster.through_brokers else "ZooKeeper (read through the brokers)")
+    st.caption(f"Mode **{mode}** · source `{snap.source}` · last change seen {frame.hhmmss(snap.captured_at)}"
                + (f" · cluster id {md(snap.cluster_id)}" if snap.cluster_id else ""))
 
     # --- size and controller -----------------------------------------------------------------
@@ -75,15 +102,19 @@ def live() -> None:
     if ctrl is None or ctrl.broker_id is None or ctrl.broker_id < 0:
         ui.metric(c, "Controller", "none", delta="no active controller", delta_color="red", delta_arrow="off")
     else:
-        ui.metric(c, "Controller", f"broker {ctrl.broker_id}",
-                  delta=f"epoch {ctrl.epoch}" if ctrl.epoch is not None else "epoch unknown", delta_color="gray",
-                  delta_arrow="off")
+        ui.metric(c, "Active controller" if snap.is_kraft else "Controller",
+                  f"node {ctrl.broker_id}" if snap.is_kraft else f"broker {ctrl.broker_id}",
+                  delta=(f"quorum epoch {ctrl.epoch}" if snap.is_kraft else f"epoch {ctrl.epoch}")
+                  if ctrl.epoch is not None else "epoch unknown", delta_color="gray", delta_arrow="off")
     ui.metric(c, "Topics", f"{summary.topics:,}")
     ui.metric(c, "Partitions", f"{summary.partitions:,}")
     ui.metric(c, "Replicas", f"{summary.replicas:,}")
     if ctrl is not None and ctrl.is_kraft:
         st.error(f"A KRaft controller owns this cluster (kraftControllerEpoch {ctrl.kraft_controller_epoch}); "
                  "ZooKeeper data may be stale and Keel will refuse writes.", icon=":material/block:")
+
+    if snap.quorum is not None:
+        quorum_section(snap)
 
     # --- health ------------------------------------------------------------------------------
     st.subheader("Partition health", anchor=False)

@@ -128,3 +128,31 @@ def healthy(kafka: RealKafka) -> RealKafka:
     """The cluster with every broker up and every ISR complete (a test before may have killed a broker)."""
     kafka.ensure_healthy()
     return kafka
+
+
+# the last release with ZooKeeper (in KRaft mode) and the newest Kafka 4 Maven Central serves
+KRAFT_VERSIONS = ("3.9.1", "4.4.0")
+
+
+@pytest.fixture(scope="package", params=KRAFT_VERSIONS)
+def kraft(request, tmp_path_factory):
+    """A KRaft cluster (no ZooKeeper) of each version in KRAFT_VERSIONS: three combined broker + controller nodes
+    with racks and two log dirs each (sandbox.processes.kraft), started once for tests/kafka."""
+    from sandbox.processes import kafka_setup
+    from sandbox.processes.kraft import KraftCluster
+
+    version = request.param
+    try:
+        kafka_setup.lib_dir(version)
+    except kafka_setup.KafkaNotFetchedError:
+        kafka_setup.fetch(version)
+    cluster = KraftCluster.create(tmp_path_factory.mktemp(f"kraft-{version}"), nodes=3, version=version,
+                                  detach=False)
+    started = time.monotonic()
+    cluster.start(timeout=120)
+    print(f"\nKRaft {version}: 3 nodes up in {time.monotonic() - started:.1f} s ({cluster.bootstrap_servers})",
+          file=sys.stderr)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

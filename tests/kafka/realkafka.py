@@ -456,6 +456,14 @@ def keel_zk_ok(kafka: RealKafka, *argv: str) -> str:
     return out
 
 
+def config_command(kafka: RealKafka, *args: str) -> str:
+    """Kafka's own `kafka-configs --bootstrap-server ... ARGS` (ConfigCommand), which must succeed."""
+    main = tool_class(kafka.cluster.version, "org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand")
+    proc = kafka.cluster.tool(main, "--bootstrap-server", kafka.bootstrap, *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
 def started_action(out: str) -> int:
     """The action id a write command printed on its 'Successfully started ... (action N)' line."""
     found = re.search(r"^Successfully started .*\(action (\d+)\)", out, re.M)

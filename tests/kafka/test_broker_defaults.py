@@ -23,7 +23,8 @@ from sandbox.processes import kafka as kafka_runner
 from sandbox.processes.kafka import KafkaCluster
 from core.zk.session import ZkSession
 from tests.kafka.conftest import VERSION
-from tests.kafka.realkafka import RealKafka, compat_admin, create_topic, eventually, keel_zk, needs_kafka, tool_class
+from tests.kafka.realkafka import (RealKafka, compat_admin, config_command, create_topic, eventually, keel_zk,
+                                   needs_kafka)
 from tests.test_dashboard_apptest import app, fresh_connections, metrics, table_with, texts, write_config  # noqa: F401
 
 pytestmark = needs_kafka("2.0", "kafka-configs --bootstrap-server --describe --all (ConfigCommand, KIP-226/248)")
@@ -41,7 +42,6 @@ UNDER = set() if CAPPED else {("lonely", 0)}
 AT = {("pair", 0), ("pair", 1), ("trio", 2)} | ({("lonely", 0)} if CAPPED else set())
 # ... and with broker 2 stopped: pair keeps ISR [1] (< 2); trio-1 and trio-2 are led by broker 3 with ISR [3, 1] (< 3)
 STOP_2 = {("pair", 0), ("pair", 1), ("trio", 1), ("trio", 2)}
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 
 
 class _OwnProperties(KafkaCluster):
@@ -114,13 +114,6 @@ def refused(kafka: RealKafka) -> set[tuple[str, int]]:
     finally:
         producer.close(timeout=5)
     return out
-
-
-def config_command(kafka: RealKafka, *args: str) -> str:
-    main = tool_class(kafka.cluster.version, "org.apache.kafka.tools.ConfigCommand", CONFIG_COMMAND)
-    proc = kafka.cluster.tool(main, "--bootstrap-server", kafka.bootstrap, *args)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
 
 
 def kafka_topic_config(kafka: RealKafka, topic: str) -> dict[str, tuple[str, str, str | None]]:

@@ -1,0 +1,99 @@
+"""Keel's read commands on KRaft clusters (Kafka 3.9.1 and 4.x, no ZooKeeper): `--bootstrap-server` without `--zk`
+reads the cluster through the Admin API, and what Keel prints is what Kafka's own tools print."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from contextlib import redirect_stderr, redirect_stdout
+
+from core.cli import main
+from core.kafka.admin import KafkaAdmin
+from core.model import ClusterSnapshot
+from sandbox.processes.kraft import KraftCluster
+from tests.kafka.realkafka import by_topic, describe_lines, eventually, tool_class, without_configs
+
+
+def keel(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def kafka_topics(cluster: KraftCluster, *args: str) -> str:
+    main_class = tool_class(cluster.version, "org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand")
+    proc = cluster.tool(main_class, "--bootstrap-server", cluster.bootstrap_servers, *args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _topics(cluster: KraftCluster) -> str:
+    from kafka.admin import NewTopic
+
+    suffix = uuid.uuid4().hex[:6]
+    with KafkaAdmin(cluster.bootstrap_servers, timeout=20) as admin:
+        admin._admin.create_topics([
+            NewTopic(f"kc-a-{suffix}", replica_assignments={0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]},
+                     topic_configs={"min.insync.replicas": "2"}),
+            NewTopic(f"kc-b-{suffix}", replica_assignments={0: [2, 1], 1: [3, 2]})])
+
+    def in_sync():
+        code, out, _ = keel("describe", "--bootstrap-server", cluster.bootstrap_servers,
+                            "--under-replicated-partitions", "--topic", f"kc-.-{suffix}")
+        assert code == 0 and out == ""
+        code, out, _ = keel("describe", "--bootstrap-server", cluster.bootstrap_servers, "--topic", f"kc-.-{suffix}")
+        assert out.count("\tPartition: ") == 5
+    eventually(in_sync, timeout=30, interval=0.5)
+    return suffix
+
+
+def test_describe_through_the_brokers_prints_what_kafka_topics_prints(kraft: KraftCluster):
+    suffix = _topics(kraft)
+    pattern = f"kc-.-{suffix}"
+    code, out, err = keel("describe", "--bootstrap-server", kraft.bootstrap_servers, "--topic", pattern)
+    assert code == 0, err
+    ours = describe_lines(out)
+    theirs = by_topic(describe_lines(kafka_topics(kraft, "--describe", "--topic", pattern)))
+    assert without_configs(ours) == without_configs(theirs)
+    assert f"Topic: kc-a-{suffix}\t" in out and "Configs: min.insync.replicas=2" in out
+
+
+def test_snapshot_plan_and_restart_check_through_the_brokers(kraft: KraftCluster, tmp_path):
+    suffix = _topics(kraft)
+    code, _, err = keel("snapshot", "--bootstrap-server", kraft.bootstrap_servers, "-o", str(tmp_path / "s.json"))
+    assert code == 0, err
+    snap = ClusterSnapshot.from_json((tmp_path / "s.json").read_text())
+    assert snap.mode == "kraft" and [v.id for v in snap.quorum.voters] == [1, 2, 3]
+    assert snap.topic(f"kc-a-{suffix}").config == {"min.insync.replicas": "2"}
+    assert snap.cluster == ",".join(sorted(kraft.bootstrap_servers.split(",")))  # named by its servers
+
+    # a plan from the live cluster: moving kc-b off broker 3 (Kafka's reassignment JSON, read back)
+    topics = tmp_path / "move.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": f"kc-b-{suffix}"}]}))
+    code, out, err = keel("plan", "--bootstrap-server", kraft.bootstrap_servers, "--topics-to-move-json-file",
+                          str(topics), "--broker-list", "1,2", "-o", "-")
+    assert code == 0, err
+    plan = json.loads(out[out.index("{"):out.rindex("}") + 1])
+    assert plan["partitions"] and all(set(p["replicas"]) <= {1, 2} for p in plan["partitions"])
+
+    code, out, err = keel("restart-check", "--bootstrap-server", kraft.bootstrap_servers, "--broker", "1",
+                          "--topic", pattern_of(suffix), "--json")
+    assert code == 0, err
+    assert json.loads(out)["safe"] is True
+
+    code, out, err = keel("migration", "--bootstrap-server", kraft.bootstrap_servers, "--json")
+    assert code == 0, err
+    assert json.loads(out)["mode"] == "kraft" and json.loads(out)["controller"] == kraft.controller()
+
+
+def pattern_of(suffix: str) -> str:
+    return f"kc-.-{suffix}"
+
+
+def test_without_zk_or_brokers_the_read_commands_say_what_to_give():
+    for argv in (["describe"], ["snapshot", "-o", "-"], ["restart-check", "--broker", "1"]):
+        code, out, err = keel(*argv)
+        assert code == 1 and out == ""
+        assert "--zk CONNECT" in err and "--bootstrap-server HOST:PORT" in err, (argv, err)

@@ -1,0 +1,111 @@
+"""The dashboard on a KRaft cluster (keel.toml: bootstrap, no zk), AppTest against real KRaft brokers (3.9.1 and
+Kafka 4): the Overview names the mode and the controller quorum, the pages draw from the polled view, a stopped
+node shows as down within seconds, and every write is refused with the reason (Keel does not write to KRaft
+clusters yet)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from core.kafka.admin import KafkaAdmin
+from core.policy.config import load_config
+from dashboard import frame
+from sandbox.processes.kraft import KraftCluster
+from tests.kafka.realkafka import eventually
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py")
+
+
+@pytest.fixture
+def kraft_app(kraft: KraftCluster, tmp_path, monkeypatch):
+    config = tmp_path / "keel.toml"
+    config.write_text(f'[keel]\nrole = "admin"\nread_only = false\n\n[clusters.k]\nbootstrap = '
+                      f'"{kraft.bootstrap_servers}"\npoll_interval = 0.5\n')
+    monkeypatch.setenv("KEEL_CONFIG", str(config))
+    monkeypatch.setenv("KEEL_STORE", str(tmp_path / "keel.sqlite"))
+    st.cache_resource.clear()
+    yield kraft
+    st.cache_resource.clear()  # closes the connection: its poller and Admin client
+
+
+def _run(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _text(at: AppTest) -> str:
+    return "\n".join(str(e.value) for kind in (at.markdown, at.caption, at.error, at.warning, at.info)
+                     for e in kind)
+
+
+def test_the_overview_names_the_mode_and_the_quorum(kraft_app: KraftCluster):
+    at = _run()
+    shown = _text(at)
+    assert "Mode **KRaft" in shown
+    assert "KRaft · brokers" in shown  # the sidebar says how Keel reaches it
+    assert {m.label: m.value for m in at.metric}["Active controller"] == f"node {kraft_app.controller()}"
+    quorum = next(t.value for t in at.dataframe if "Lag" in t.value.columns)
+    assert sorted(quorum["Node"]) == [1, 2, 3] and list(quorum["Role"]).count("leader") == 1
+    assert "ZooKeeper" not in "\n".join(str(e.value) for e in at.error)  # no ZooKeeper banner of any kind
+
+
+def test_a_new_topic_and_a_stopped_node_show_without_a_reload(kraft_app: KraftCluster):
+    from kafka.admin import NewTopic
+
+    conn = frame.connection(load_config().clusters["k"])
+    at = _run("views/topics.py")
+    name = f"kd-{uuid.uuid4().hex[:6]}"
+    with KafkaAdmin(kraft_app.bootstrap_servers, timeout=20) as admin:
+        admin._admin.create_topics([NewTopic(name, replica_assignments={0: [1, 3], 1: [3, 2]})])
+    started = time.monotonic()
+    conn.live.wait_for(lambda s: s.topic(name) is not None, timeout=10)
+    assert time.monotonic() - started < 5
+    at.run()
+    assert name in _text(at) or any(name in str(t.value) for t in at.dataframe)
+
+    kraft_app.stop_broker(3)
+    try:
+        conn.live.wait_for(lambda s: not s.broker_by_id[3].alive, timeout=15)
+        at = _run()
+        assert {m.label: m.value for m in at.metric}["Brokers alive"] == "2 / 3"
+    finally:
+        kraft_app.start_broker(3)
+    conn.live.wait_for(lambda s: s.broker_by_id[3].alive, timeout=60)
+
+
+def test_writes_are_refused_with_the_reason(kraft_app: KraftCluster):
+    at = _run("views/create_topic.py")
+    reason = "Keel does not write to it yet"
+    assert reason in _text(at)  # said before anything is clicked: the action buttons say why they are off
+    buttons = [b for b in at.button if "Create" in (b.label or "")]
+    assert buttons and all(b.disabled for b in buttons)
+
+
+def test_a_broker_list_that_does_not_answer_says_so_and_no_live_view(tmp_path, monkeypatch):
+    from sandbox.processes.common import free_port
+
+    config = tmp_path / "keel.toml"
+    config.write_text(f'[keel]\nrole = "admin"\n\n[clusters.k]\nbootstrap = "127.0.0.1:{free_port()}"\n'
+                      f'connect_timeout = 2\n')
+    monkeypatch.setenv("KEEL_CONFIG", str(config))
+    st.cache_resource.clear()
+    try:
+        at = _run()
+
+        def failed():
+            at.run()
+            assert "brokers are unreachable" in _text(at)
+        eventually(failed, timeout=30, interval=0.5)
+        assert "Live ·" not in _text(at)
+    finally:
+        st.cache_resource.clear()
