@@ -37,7 +37,7 @@ from core.sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.session import ZkSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/ helpers
-from tests.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
+from tests.support.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPICS_PER_PARTITION = 19.2  # the seeder's catalogue gives about this many partitions per topic
