@@ -5,8 +5,14 @@
 - ``kazoo_client``  (function) a started KazooClient bound to ``zk_connect``; stopped and closed afterwards.
 - ``KEEL_STORE``    (session, autouse) points at a fresh file in the session's tmp dir: no test (nor a process it
   starts) ever writes a developer's .run/keel.sqlite; a test that needs its own store sets KEEL_STORE again.
+- ``sandbox``       (function) the default sandbox cluster in ``zk_connect`` with its controller emulator running.
+- ``fresh_connections`` (function) Streamlit's process-global connections cleared before and after a test, their
+  watcher threads ended (autouse in tests/dashboard; AppTest modules elsewhere name it).
 
-Other fixtures belong in helper modules next to the tests that need them, not here.
+Fixtures used by one folder live in that folder's conftest.py; helpers (plain functions, classes) in tests/support/.
+
+Markers are applied here, by folder and by the fixtures a test uses (pytest_collection_modifyitems): zk, kafka,
+browser, spark, slow; and xdist groups for `make test -n N --dist loadgroup` (see MARKERS below).
 """
 
 from __future__ import annotations
@@ -14,12 +20,16 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import threading
 import uuid
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 from kazoo.client import KazooClient
 
 from core.sandbox import zkserver
+from tests.support.sandbox_helpers import Sandbox, running_sandbox, wait_until
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -100,3 +110,26 @@ def kazoo_client(zk_connect: str):
     finally:
         client.stop()
         client.close()
+
+
+@pytest.fixture
+def sandbox(zk_connect: str) -> Iterator[Sandbox]:
+    """The default sandbox (9 brokers, 3 racks, 30 topics, seed 7) with its emulator running."""
+    with running_sandbox(zk_connect) as sb:
+        yield sb
+
+
+def dashboard_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.is_alive() and t.name.startswith(("keel-watch-", "keel-connect-"))]
+
+
+@pytest.fixture
+def fresh_connections():
+    """The dashboard's connections live in st.cache_resource, which is process-global: cleared before and after
+    the test, which stops the LiveCluster watchers and closes their ZooKeeper sessions."""
+    import streamlit as st  # here, not at the top: the pure tests need no Streamlit
+
+    st.cache_resource.clear()
+    yield
+    st.cache_resource.clear()  # on_release: stop every LiveCluster, close every ZooKeeper session
+    wait_until(lambda: not dashboard_threads(), timeout=10, message="the dashboard's threads to end")

@@ -7,7 +7,6 @@ from core import zkformat as zf
 from core.cli import main
 from core.store import Store
 from tests.support.kafka_tree import dump_tree
-from tests.support.sandbox_helpers import sandbox  # noqa: F401  (fixture)
 
 RISK = "is above the replication factor 3"
 

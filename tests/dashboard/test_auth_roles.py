@@ -14,10 +14,9 @@ from core.store import Store
 from dashboard.text import unescape
 from tests.support.kafka_tree import dump_tree
 from tests.dashboard.test_dashboard_actions import by_prefix, errors  # noqa: F401
-from tests.dashboard.test_dashboard_apptest import (  # noqa: F401  (fresh_connections: autouse fixture)
+from tests.dashboard.test_dashboard_apptest import (  # noqa: F401
     DEMO,
     app,
-    fresh_connections,
     live_connection,
     settle,
     texts,

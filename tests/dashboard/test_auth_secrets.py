@@ -20,7 +20,7 @@ from core.zk import acl as zacl
 from dashboard import frame
 from tests.support.kafka_tree import write_cluster, write_topic
 from tests.dashboard.test_dashboard_actions import by_prefix, errors
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, live_connection, texts  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, live_connection, texts  # noqa: F401
 from tests.support.sandbox_helpers import wait_until
 
 USER, PASSWORD = "keel", "zk-Pa55-word-Q7x2"

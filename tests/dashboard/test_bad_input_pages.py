@@ -42,8 +42,8 @@ from core.zk.session import ZkSession
 from dashboard.reassign import plan_view as rs
 from tests.support.kafka_tree import dump_tree, write_cluster, write_topic
 from tests.cli.test_bad_input_corpus import big_log_dirs, big_reassignment
-from tests.dashboard.test_dashboard_actions import by_prefix, set_config_rows, store, written_assignment  # noqa: F401
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, live_connection, texts, write_config  # noqa: F401
+from tests.dashboard.test_dashboard_actions import by_prefix, set_config_rows, written_assignment  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, live_connection, texts, write_config  # noqa: F401
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bad"
 CREATE, TOPICS, REASSIGN = "views/create_topic.py", "views/topics.py", "reassign/page.py"

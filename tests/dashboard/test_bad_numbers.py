@@ -20,7 +20,7 @@ from core.numbers import json_int
 from core.store import Store
 from core.topics.configdef import TOPIC_CONFIGS, parse_kafka_version
 from core.topics.javaparse import LONG_MAX, _java_double, _java_int, _java_list
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, texts, write_config  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, texts, write_config  # noqa: F401
 
 BIG = "9" * 5000
 

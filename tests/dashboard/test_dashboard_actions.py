@@ -18,16 +18,14 @@ from core import elections
 from core import zkformat as zf
 from core.assignment import assign_replicas, brokers_for_mode
 from core.sandbox.seed import SandboxSpec
-from core.store import Store
 from core.errors import TooLargeError
 from core.topics import MAX_NEW_PARTITIONS, draft_add_partitions, draft_create_topic
 from core.zk.session import ZkSession
-from tests.support.kafka_tree import dump_tree, write_cluster, write_topic
-from tests.support.sandbox_helpers import Sandbox, running_sandbox, wait_until
-from tests.dashboard.test_dashboard_apptest import (  # noqa: F401  (fresh_connections: autouse fixture)
+from tests.support.kafka_tree import dump_tree
+from tests.support.sandbox_helpers import Sandbox, wait_until
+from tests.dashboard.test_dashboard_apptest import (  # noqa: F401
     DEMO,
     app,
-    fresh_connections,
     live_connection,
     settle,
     texts,
@@ -39,28 +37,6 @@ SPEC = SandboxSpec(brokers=5, racks=3, topics=6, seed=5)
 
 
 # --- fixtures and helpers --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch) -> Store:
-    path = tmp_path / "keel.sqlite"
-    monkeypatch.setenv("KEEL_STORE", str(path))
-    monkeypatch.setenv("KEEL_ACTOR", ACTOR)
-    return Store(path)
-
-
-@pytest.fixture
-def demo(zk_connect) -> Sandbox:
-    with running_sandbox(zk_connect, DEMO) as sb:
-        assert sb.emulator.wait_idle(10)
-        yield sb
-
-
-@pytest.fixture
-def small(zk_connect) -> Sandbox:
-    with running_sandbox(zk_connect, SPEC) as sb:
-        assert sb.emulator.wait_idle(10)
-        yield sb
 
 
 def open_page(sb: Sandbox, zk_connect, tmp_path, monkeypatch, page: str, **config):
@@ -628,20 +604,7 @@ def test_leaders_scopes_and_chosen_partitions(small, zk_connect, tmp_path, monke
     assert sorted((p["topic"], p["partition"]) for p in written) == sorted(set(chosen))
 
 
-@pytest.fixture
-def frozen_tree(zk_connect):
-    """Brokers 1-3 registered (persistent nodes), no controller to act: an election node stays until deleted.
-
-    t-0 led by 2 (preferred 1, in the ISR): eligible; t-1 led by 3, preferred 2 not in the ISR: not eligible;
-    t-2 led by its preferred 3; u-0 led by 1, preferred 4 is not registered: not eligible."""
-    with ZkSession.open(zk_connect) as s:
-        write_cluster(s, {1: None, 2: None, 3: None})
-        write_topic(s, "t", {0: [1, 2], 1: [2, 3], 2: [3, 1]}, states={0: (2, [1, 2]), 1: (3, [3]), 2: (3, [3, 1])})
-        write_topic(s, "u", {0: [4, 1]}, states={0: (1, [1])})
-        yield s
-
-
-def test_election_refused_while_one_is_in_flight(frozen_tree, zk_connect, tmp_path, monkeypatch, store):
+def test_election_refused_while_one_is_in_flight(election_tree, zk_connect, tmp_path, monkeypatch, store):
     write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
     at = app().run()
     at.switch_page("views/leaders.py").run()
@@ -656,21 +619,21 @@ def test_election_refused_while_one_is_in_flight(frozen_tree, zk_connect, tmp_pa
     at.button(key="ld_elect").click().run()
     ok(at)
     assert not at.error, errors(at)
-    node = json.loads(frozen_tree.get(zf.PREFERRED_ELECTION).data)
+    node = json.loads(election_tree.get(zf.PREFERRED_ELECTION).data)
     assert node == {"version": 1, "partitions": [{"topic": "t", "partition": 0}]}  # only the eligible one
     outcome = frame(at, "ld_outcome")
     assert list(outcome["Outcome"]) == ["waiting"]
     assert "In flight" in texts(at.info)
 
-    before = dump_tree(frozen_tree)
+    before = dump_tree(election_tree)
     at.button(key="ld_elect").click().run()  # a second election while the first is in flight
     ok(at)
     assert "Preferred replica leader election currently in progress for t-0. Aborting operation" in errors(at)
-    assert dump_tree(frozen_tree) == before
+    assert dump_tree(election_tree) == before
     assert [a.status for a in store.actions("demo")] == ["applied"]
 
     # nothing eligible in scope: refused up front, with the reasons
-    frozen_tree.delete(zf.PREFERRED_ELECTION)
+    election_tree.delete(zf.PREFERRED_ELECTION)
     at.radio(key="scope").set_value("One topic").run()
     at.selectbox(key="topic").select("u").run()
     ok(at)
@@ -678,7 +641,7 @@ def test_election_refused_while_one_is_in_flight(frozen_tree, zk_connect, tmp_pa
     assert not [b for b in at.button if b.key == "ld_elect"]
 
 
-def test_leaders_viewer_cannot_elect(frozen_tree, zk_connect, tmp_path, monkeypatch, store):
+def test_leaders_viewer_cannot_elect(election_tree, zk_connect, tmp_path, monkeypatch, store):
     write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}}, read_only=True)
     at = app().run()
     at.switch_page("views/leaders.py").run()
@@ -686,10 +649,10 @@ def test_leaders_viewer_cannot_elect(frozen_tree, zk_connect, tmp_path, monkeypa
     assert at.button(key="ld_elect").disabled and "read-only" in at.button(key="ld_elect").help
     assert by_prefix(at.checkbox, "ld_confirm_").disabled
     assert "read-only" in texts(at.caption)
-    assert not frozen_tree.exists(zf.PREFERRED_ELECTION) and store.actions() == []
+    assert not election_tree.exists(zf.PREFERRED_ELECTION) and store.actions() == []
 
 
-def test_election_refused_when_nothing_is_left_to_elect_at_click_time(frozen_tree, zk_connect, tmp_path,
+def test_election_refused_when_nothing_is_left_to_elect_at_click_time(election_tree, zk_connect, tmp_path,
                                                                       monkeypatch, store):
     write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
     at = app().run()
@@ -697,12 +660,12 @@ def test_election_refused_when_nothing_is_left_to_elect_at_click_time(frozen_tre
     by_prefix(at.checkbox, "ld_confirm_").check().run()
     assert not at.button(key="ld_elect").disabled
     # meanwhile the one eligible partition got its preferred leader back
-    frozen_tree.set(zf.state_path("t", 0), zf.encode_partition_state(1, 1, 1, [1, 2]))
+    election_tree.set(zf.state_path("t", 0), zf.encode_partition_state(1, 1, 1, [1, 2]))
     live_connection("demo").live.wait_for(lambda s: s.topic("t").partitions[0].leader == 1)
-    before = dump_tree(frozen_tree)
+    before = dump_tree(election_tree)
     at.button(key="ld_elect").click().run()
     ok(at)
     err = errors(at)
     assert "nothing to elect in all partitions" in err
     assert "t-1: preferred broker 2 is not in the ISR" in err and "u-0: preferred broker 4 is down" in err
-    assert dump_tree(frozen_tree) == before and store.actions() == []
+    assert dump_tree(election_tree) == before and store.actions() == []

@@ -8,7 +8,6 @@ and after every test, which stops the LiveCluster watchers and closes their ZooK
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from core.sandbox.seed import SandboxSpec, seed_cluster
 from core.zk.session import ZkSession
 from dashboard import frame
 from dashboard.text import unescape
-from tests.support.sandbox_helpers import Sandbox, running_sandbox, wait_until
+from tests.support.sandbox_helpers import Sandbox, wait_until
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py")
 RUN_TIMEOUT = 60
@@ -33,25 +32,6 @@ DEMO = SandboxSpec(brokers=6, racks=3, topics=8, seed=11, demo=True)
 
 
 # --- fixtures -----------------------------------------------------------------------------------
-
-
-def dashboard_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.is_alive() and t.name.startswith(("keel-watch-", "keel-connect-"))]
-
-
-@pytest.fixture(autouse=True)
-def fresh_connections():
-    st.cache_resource.clear()
-    yield
-    st.cache_resource.clear()  # on_release: stop every LiveCluster, close every ZooKeeper session
-    wait_until(lambda: not dashboard_threads(), timeout=10, message="the dashboard's threads to end")
-
-
-@pytest.fixture
-def demo(zk_connect) -> Sandbox:
-    with running_sandbox(zk_connect, DEMO) as sb:
-        assert sb.emulator.wait_idle(10)
-        yield sb
 
 
 def write_config(tmp_path, monkeypatch, clusters: dict[str, dict], *, role="admin", read_only=False) -> Path:

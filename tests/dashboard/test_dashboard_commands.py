@@ -16,9 +16,8 @@ from core.sandbox.seed import SandboxSpec
 from dashboard import actions
 from dashboard.reassign import plan_view as rs
 from tests.support.sandbox_helpers import running_sandbox, wait_until
-from tests.dashboard.test_dashboard_actions import ok, open_page, store  # noqa: F401  (store: fixture)
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, live_connection, texts, write_config  # noqa: F401
-from tests.dashboard.test_dashboard_reassign import frozen_tree  # noqa: F401  (a fixture: brokers 1-4, no controller)
+from tests.dashboard.test_dashboard_actions import ok, open_page  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, live_connection, texts, write_config  # noqa: F401
 from tests.domain.test_logdirs import DOC
 
 

@@ -1,6 +1,6 @@
 """The Leaders page's "From a file" scope: Kafka's election JSON (kafka-leader-election --path-to-json-file) uploaded,
 previewed and elected as the CLI's `elect --path-to-json-file` would; a bad file is refused with the CLI's message
-and writes nothing. The tree is tests/dashboard/test_dashboard_actions.py's `frozen_tree` (no controller acts)."""
+and writes nothing. The tree is tests/dashboard/conftest.py's `election_tree` (no controller acts)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,10 @@ import pytest
 from core import zkformat as zf
 from core.cli import main
 from tests.support.kafka_tree import dump_tree
-from tests.dashboard.test_dashboard_actions import (  # noqa: F401  (frozen_tree, store: fixtures)
+from tests.dashboard.test_dashboard_actions import (  # noqa: F401
     by_prefix,
     errors,
-    frozen_tree,
     ok,
-    store,
 )
 from tests.dashboard.test_dashboard_apptest import app, texts, write_config  # noqa: F401
 
@@ -40,7 +38,7 @@ def doc(*keys) -> bytes:
     return json.dumps({"partitions": [{"topic": t, "partition": p} for t, p in keys]}).encode()
 
 
-def test_an_election_file_is_previewed_and_elected_as_the_cli_would(frozen_tree, zk_connect, tmp_path, monkeypatch,
+def test_an_election_file_is_previewed_and_elected_as_the_cli_would(election_tree, zk_connect, tmp_path, monkeypatch,
                                                                     store, capsys):
     at = open_leaders(zk_connect, tmp_path, monkeypatch)
     assert not [b for b in at.button if b.key == "ld_elect"]  # nothing before a file
@@ -63,7 +61,7 @@ def test_an_election_file_is_previewed_and_elected_as_the_cli_would(frozen_tree,
     at.button(key="ld_elect").click().run()
     ok(at)
     assert not at.error, errors(at)
-    assert json.loads(frozen_tree.get(zf.PREFERRED_ELECTION).data) == \
+    assert json.loads(election_tree.get(zf.PREFERRED_ELECTION).data) == \
         {"version": 1, "partitions": [{"topic": "t", "partition": 0}]}
     [action] = store.actions("demo")
     assert (action.kind, action.status) == ("preferred-election", "applied")
@@ -78,11 +76,11 @@ def test_an_election_file_is_previewed_and_elected_as_the_cli_would(frozen_tree,
     ("badtype.json", b'{"partitions": [{"topic": "t", "partition": "0"}]}', "partition"),
     ("binary.json", b"\xff\xfe\x00\x01", "election"),
 ])
-def test_a_bad_election_file_is_refused_and_writes_nothing(frozen_tree, zk_connect, tmp_path, monkeypatch, store,
+def test_a_bad_election_file_is_refused_and_writes_nothing(election_tree, zk_connect, tmp_path, monkeypatch, store,
                                                            name, data, message):
     at = open_leaders(zk_connect, tmp_path, monkeypatch)
-    before = dump_tree(frozen_tree)
+    before = dump_tree(election_tree)
     upload(at, name, data)
     assert message in errors(at)
     assert not [b for b in at.button if b.key == "ld_elect"]
-    assert dump_tree(frozen_tree) == before and store.actions() == []
+    assert dump_tree(election_tree) == before and store.actions() == []

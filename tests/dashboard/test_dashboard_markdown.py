@@ -28,10 +28,9 @@ from kazoo.client import KazooClient
 from dashboard import charts
 from dashboard.fleet import charts as fleet_charts
 from dashboard.text import INERT, md, md_text, unescape
-from tests.dashboard.test_dashboard_actions import by_prefix, set_config_rows, store  # noqa: F401  (store: fixture)
-from tests.dashboard.test_dashboard_apptest import (  # noqa: F401  (fresh_connections: autouse fixture)
+from tests.dashboard.test_dashboard_actions import by_prefix, set_config_rows  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import (  # noqa: F401
     app,
-    fresh_connections,
     live_connection,
     texts,
     write_config,

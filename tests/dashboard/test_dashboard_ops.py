@@ -9,7 +9,7 @@ import json
 from core.sandbox.seed import SandboxSpec
 from core.zk.session import ZkSession
 from tests.support.sandbox_helpers import running_sandbox
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, table_with, texts, write_config  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, table_with, texts, write_config  # noqa: F401
 from tests.domain.test_logdirs import DOC
 from tests.zk.test_migration import dual_write_tree
 from tests.domain.test_state_changes import B1, B3

@@ -22,24 +22,21 @@ from core import zkformat as zf
 from core.balance import STRATEGIES, PlanRequest
 from core.model import ClusterSnapshot
 from core.plans import parse_reassignment
-from core.sandbox.controller import ControllerEmulator
-from core.sandbox.seed import SandboxSpec, seed_cluster
+from core.sandbox.seed import SandboxSpec
 from core.zk.reassign import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED
 from core.zk.session import ZkSession
 from dashboard.reassign import plan_view as rs
 from tests.support.kafka_tree import dump_tree, write_cluster, write_topic
-from tests.support.sandbox_helpers import Sandbox, wait_until
-from tests.dashboard.test_dashboard_actions import (  # noqa: F401  (store: fixture; fresh_connections: autouse fixture)
+from tests.support.sandbox_helpers import wait_until
+from tests.dashboard.test_dashboard_actions import (  # noqa: F401
     ACTOR,
     by_prefix,
     errors,
     ok,
     open_page,
-    store,
 )
 from tests.dashboard.test_dashboard_apptest import (  # noqa: F401
     app,
-    fresh_connections,
     live_connection,
     texts,
     write_config,
@@ -51,16 +48,6 @@ SLOW_MB = 1.0  # MB/s: a default 1 MB partition copies in ~1 s under it
 
 
 # --- fixtures and helpers --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def quick(zk_connect) -> Sandbox:
-    """The small sandbox (5 brokers, 3 racks, all alive) with a controller whose copies start after 50 ms."""
-    with ZkSession.open(zk_connect) as session:
-        seeded = seed_cluster(session, SPEC)
-        with ControllerEmulator(session, reassign_base_delay=0.05) as emulator:
-            assert emulator.wait_idle(10)
-            yield Sandbox(zk_connect, session, emulator, seeded)
 
 
 @pytest.fixture
@@ -530,15 +517,6 @@ def test_imported_plan_is_scored_and_executed_as_given(quick, zk_connect, tmp_pa
 
 
 # --- refusals -------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def frozen_tree(zk_connect):
-    """Brokers 1-4 registered, no controller to act: a reassignment node stays until deleted."""
-    with ZkSession.open(zk_connect) as s:
-        write_cluster(s, {1: None, 2: None, 3: None, 4: None})
-        write_topic(s, "t", {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]})
-        yield s
 
 
 def test_execute_refused_while_a_reassignment_runs(frozen_tree, zk_connect, tmp_path, monkeypatch, store):

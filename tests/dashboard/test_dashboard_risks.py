@@ -13,16 +13,14 @@ from core import zkformat as zf
 from core.topics import draft_alter_config, draft_create_topic
 from dashboard.text import md
 from tests.support.kafka_tree import dump_tree
-from tests.dashboard.test_dashboard_actions import (  # noqa: F401  (small, store: fixtures)
+from tests.dashboard.test_dashboard_actions import (  # noqa: F401
     by_prefix,
     errors,
     ok,
     open_page,
     set_config_rows,
-    small,
-    store,
 )
-from tests.dashboard.test_dashboard_apptest import fresh_connections, texts  # noqa: F401  (autouse fixture)
+from tests.dashboard.test_dashboard_apptest import texts  # noqa: F401
 from tests.support.sandbox_helpers import wait_until
 
 

@@ -25,8 +25,8 @@ from dashboard import charts
 from dashboard.reassign import plan_view as rs
 from tests.support.kafka_tree import dump_tree
 from tests.support.sandbox_helpers import Sandbox, running_sandbox, wait_until
-from tests.dashboard.test_dashboard_actions import by_prefix, errors, ok, open_page, store  # noqa: F401  (store: fixture)
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, live_connection, texts  # noqa: F401
+from tests.dashboard.test_dashboard_actions import by_prefix, errors, ok, open_page  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, live_connection, texts  # noqa: F401
 
 REASSIGN = "reassign/page.py"
 DEMO = SandboxSpec(demo=True)  # `make run`'s cluster: 9 brokers, 3 racks, 30 topics, one down, one empty

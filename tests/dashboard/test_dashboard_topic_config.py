@@ -17,15 +17,12 @@ from streamlit.proto.Block_pb2 import Block as BlockProto
 from core.topics import TOPIC_CONFIGS
 from dashboard.actions import exact_match_first
 from tests.support.sandbox_helpers import wait_until
-from tests.dashboard.test_dashboard_actions import (  # noqa: F401  (fresh_connections: autouse fixture)
+from tests.dashboard.test_dashboard_actions import (  # noqa: F401
     by_prefix,
     errors,
-    fresh_connections,
     ok,
     open_page,
     set_config_rows,
-    small,
-    store,
 )
 from tests.dashboard.test_dashboard_apptest import texts
 

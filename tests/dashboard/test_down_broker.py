@@ -22,7 +22,7 @@ from dashboard import charts
 from tests.support.kafka_tree import write_broker, write_cluster, write_topic
 from tests.support.sandbox_helpers import running_sandbox, wait_until
 from tests.dashboard.test_dashboard_actions import ok, open_page
-from tests.dashboard.test_dashboard_apptest import fresh_connections, live_connection, texts  # noqa: F401  (fixture)
+from tests.dashboard.test_dashboard_apptest import live_connection, texts  # noqa: F401
 
 
 def test_the_live_view_keeps_the_last_registration_of_a_broker_that_went_down(zk_connect):

@@ -16,7 +16,7 @@ from core.store import Store
 from core.zk.session import ZkSession
 from tests.support.kafka_tree import dump_tree
 from tests.dashboard.test_dashboard_actions import by_prefix, errors, ok
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, write_config  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, write_config  # noqa: F401
 from tests.cli.test_gate import tree
 from tests.zk.test_migration import KAFKA_MIGRATION_EMPTY
 

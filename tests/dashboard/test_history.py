@@ -25,7 +25,7 @@ from core.zk import reassign
 from core.zk.session import ZkSession
 from dashboard.audit import readable, table, to_csv
 from tests.support.kafka_tree import write_cluster, write_topic
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, texts, write_config  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, texts, write_config  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = parse_reassignment('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,2]}]}')

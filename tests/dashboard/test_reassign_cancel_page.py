@@ -9,35 +9,24 @@ the tree before and after. The cancel itself, on real brokers, is tests/kafka/te
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from core import zkformat as zf
 from dashboard.reassign import plan_view as rs
 from tests.support.kafka_tree import dump_tree
-from tests.dashboard.test_dashboard_actions import (  # noqa: F401  (store: fixture; fresh_connections: autouse fixture)
+from tests.dashboard.test_dashboard_actions import (  # noqa: F401
     by_prefix,
     errors,
     ok,
-    store,
 )
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, texts, write_config  # noqa: F401
-from tests.dashboard.test_dashboard_reassign import frozen_tree  # noqa: F401  (a fixture: brokers 1-4, no controller)
+from tests.dashboard.test_dashboard_apptest import app, texts, write_config  # noqa: F401
 
 PAGE = "reassign/page.py"
 # kafka-python 3.0 loads its protocol schemas with importlib.resources' deprecated read_text (as in tests/kafka)
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
 RUNNING = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [3, 4]},
                                         {"topic": "t", "partition": 1, "replicas": [4, 1]}]}
-
-
-@pytest.fixture
-def closed_port() -> str:
-    """host:port on the loopback where nothing listens."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
 
 
 def cluster(zk_connect: str, bootstrap: str | None = None) -> dict:

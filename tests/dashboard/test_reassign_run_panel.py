@@ -21,10 +21,10 @@ from core.zk import reassign
 from dashboard.reassign import plan_view as rs
 from tests.support.kafka_tree import write_topic
 from tests.support.sandbox_helpers import wait_until
-from tests.dashboard.test_dashboard_actions import ACTOR, ok, open_page, store  # noqa: F401  (store: fixture)
-from tests.dashboard.test_dashboard_apptest import fresh_connections, live_connection, texts  # noqa: F401
-from tests.dashboard.test_dashboard_reassign import PAGE, frozen_tree, metrics, quick  # noqa: F401  (fixtures)
-from tests.dashboard.test_reassign_cancel_page import closed_port, cluster, execute_from_page, open_reassign  # noqa: F401
+from tests.dashboard.test_dashboard_actions import ACTOR, ok, open_page  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import live_connection, texts  # noqa: F401
+from tests.dashboard.test_dashboard_reassign import PAGE, metrics  # noqa: F401
+from tests.dashboard.test_reassign_cancel_page import cluster, execute_from_page, open_reassign  # noqa: F401
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
 

@@ -13,10 +13,9 @@ import pytest
 
 from dashboard.reassign import plan_view as rs
 from dashboard.reassign import sizes as broker_sizes
-from tests.dashboard.test_dashboard_actions import ok, store  # noqa: F401  (store: fixture)
-from tests.dashboard.test_dashboard_apptest import fresh_connections, live_connection, metrics, texts  # noqa: F401
-from tests.dashboard.test_dashboard_reassign import frozen_tree  # noqa: F401  (a fixture: brokers 1-4, no controller)
-from tests.dashboard.test_reassign_cancel_page import closed_port, cluster, open_reassign  # noqa: F401
+from tests.dashboard.test_dashboard_actions import ok  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import live_connection, metrics, texts  # noqa: F401
+from tests.dashboard.test_reassign_cancel_page import cluster, open_reassign  # noqa: F401
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")
 PLAN = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [4, 2]}]}

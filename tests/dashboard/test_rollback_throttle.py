@@ -18,8 +18,8 @@ from core.store import Store
 from core.zk.reassign import AS_RECORDED, FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED, rollback
 from core.zk.session import ZkSession
 from tests.support.kafka_tree import dump_tree, write_cluster, write_topic
-from tests.dashboard.test_dashboard_actions import ACTOR, by_prefix, errors, ok, store  # noqa: F401  (store: fixture)
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, texts, write_config  # noqa: F401  (autouse)
+from tests.dashboard.test_dashboard_actions import ACTOR, by_prefix, errors, ok  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, texts, write_config  # noqa: F401
 from tests.dashboard.test_dashboard_reassign import throttle_configs
 
 PAGE = "reassign/page.py"

@@ -9,27 +9,20 @@ the race deterministic here; the browser test shows the same through a real keyb
 
 from __future__ import annotations
 
-import time
 
 from core import zkformat as zf
 from tests.support.kafka_tree import dump_tree
-from tests.dashboard.test_dashboard_actions import (  # noqa: F401  (demo, frozen_tree, store: fixtures)
+from tests.dashboard.test_dashboard_actions import (  # noqa: F401
     by_prefix,
-    demo,
-    frozen_tree,
     errors,
     ok,
     open_page,
-    store,
 )
 from tests.dashboard.test_dashboard_apptest import app, texts, write_config
-from tests.dashboard.test_dashboard_reassign import plan_drain, quick, victim_of  # noqa: F401  (quick: fixture)
-from tests.e2e.test_e2e_chromium import (  # noqa: F401  (fixtures)
+from tests.dashboard.test_dashboard_reassign import plan_drain, victim_of  # noqa: F401
+from tests.e2e.test_e2e_chromium import (  # noqa: F401
     body_text,
-    browser,
     click_text,
-    operator_url,
-    sandbox,
     screenshot,
     wait_for,
 )
@@ -112,44 +105,15 @@ def test_reassign_throttle_edit_and_execute_in_one_request(quick, zk_connect, tm
     assert dump_tree(quick.session) == before
 
 
-def test_election_scope_change_and_click_in_one_request(frozen_tree, zk_connect, tmp_path, monkeypatch, store):
+def test_election_scope_change_and_click_in_one_request(election_tree, zk_connect, tmp_path, monkeypatch, store):
     write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect}})
     at = app().run()
     at.switch_page("views/leaders.py").run()
     by_prefix(at.checkbox, "ld_confirm_").check().run()  # all partitions: t-0
-    before = dump_tree(frozen_tree)
+    before = dump_tree(election_tree)
     at.radio(key="scope").set_value("One broker")
     at.button(key="ld_elect").click()
     at.run()
     ok(at)
     assert STALE in errors(at)
-    assert dump_tree(frozen_tree) == before and store.actions() == []
-
-
-def field(driver, label):
-    return wait_for(lambda: [e for e in driver.find_elements("css selector", f'input[aria-label="{label}"]')
-                             if e.is_displayed()], 45, label)[0]
-
-
-def test_typing_then_clicking_in_a_browser(sandbox, operator_url, browser, tmp_path):
-    from selenium.webdriver.common.keys import Keys
-
-    browser.get(operator_url + "/create_topic")
-    field(browser, "Topic name").send_keys("race-t")
-    wait_for(lambda: "I have reviewed the placement of race-t (6 partitions" in body_text(browser), 45,
-             "the preview of 6 partitions")
-    click_text(browser, "label", "I have reviewed the placement of race-t")
-    wait_for(lambda: not browser.find_elements("xpath", "//button[contains(., 'Create topic') and @disabled]"),
-             20, "Create to be enabled")
-    p = field(browser, "Partitions")
-    p.send_keys(Keys.CONTROL, "a")
-    p.send_keys("12")  # no Enter, no Tab: the click below is what takes the focus away
-    click_text(browser, "button", "Create topic", timeout=5)
-    wait_for(lambda: STALE in body_text(browser) or sandbox.session.exists(zf.topic_path("race-t")), 30,
-             "the click's outcome")
-    time.sleep(1)
-    screenshot(browser, tmp_path, "stale-click")
-    assert partitions_of(sandbox.session, "race-t") is None, "created from a preview that was no longer on screen"
-    assert STALE in body_text(browser)
-    wait_for(lambda: "I have reviewed the placement of race-t (12 partitions" in body_text(browser), 30,
-             "the preview of 12 partitions")
+    assert dump_tree(election_tree) == before and store.actions() == []

@@ -18,11 +18,9 @@ import pytest
 from core.store import Store
 from core.sandbox import zkserver
 from tests.support.auth_helpers import HOST, oidc_provider, serve_app
-from tests.e2e.test_e2e_chromium import (  # noqa: F401  (browser, sandbox: fixtures)
+from tests.e2e.test_e2e_chromium import (  # noqa: F401
     body_text,
-    browser,
     click_text,
-    sandbox,
     screenshot,
     wait_for,
 )

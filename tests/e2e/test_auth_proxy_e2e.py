@@ -15,11 +15,9 @@ import pytest
 
 from core.store import Store
 from tests.support.auth_helpers import HOST, HeaderProxy, serve_app
-from tests.e2e.test_e2e_chromium import (  # noqa: F401  (browser, sandbox: fixtures)
+from tests.e2e.test_e2e_chromium import (  # noqa: F401
     body_text,
-    browser,
     click_text,
-    sandbox,
     screenshot,
     wait_for,
 )

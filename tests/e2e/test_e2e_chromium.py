@@ -19,7 +19,6 @@ import pytest
 
 from core.sandbox.seed import SandboxSpec
 from tests.support.browser import CHROMEDRIVER, CHROMIUM, DashboardDidNotStart, chromium, serve_dashboard  # noqa: F401
-from tests.support.sandbox_helpers import running_sandbox
 
 selenium = pytest.importorskip("selenium")
 from selenium.webdriver.common.keys import Keys  # noqa: E402
@@ -36,13 +35,6 @@ pytestmark = pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists
 # --- fixtures -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def sandbox(zk_connect):
-    with running_sandbox(zk_connect, SPEC) as sb:
-        assert sb.emulator.wait_idle(10)
-        yield sb
-
-
 @contextlib.contextmanager
 def serve(config_text: str, tmp_path: Path):
     """`streamlit run` the app on a free port with this Keel config; yields its URL, stops it afterwards."""
@@ -53,27 +45,6 @@ def serve(config_text: str, tmp_path: Path):
             yield url
     except DashboardDidNotStart as e:
         pytest.fail(str(e))
-
-
-@pytest.fixture
-def app_url(sandbox, zk_connect, tmp_path):
-    """A read-only viewer's console."""
-    with serve(f'[keel]\nrole = "viewer"\nread_only = true\n\n'
-               f'[clusters.e2e]\nzk = "{zk_connect}"\ndescription = "end-to-end sandbox"\n', tmp_path) as url:
-        yield url
-
-
-@pytest.fixture
-def operator_url(sandbox, zk_connect, tmp_path):
-    """An operator's console: write actions enabled."""
-    with serve(f'[keel]\nrole = "operator"\n\n[clusters.e2e]\nzk = "{zk_connect}"\n', tmp_path) as url:
-        yield url
-
-
-@pytest.fixture
-def browser():
-    with chromium(1500, 1900) as driver:
-        yield driver
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import pytest
 from core import elections
 from core.sandbox.seed import SandboxSpec
 from tests.support.sandbox_helpers import running_sandbox
-from tests.e2e.test_e2e_chromium import browser, serve  # noqa: F401  (browser: fixture)
+from tests.e2e.test_e2e_chromium import serve  # noqa: F401
 
 selenium = pytest.importorskip("selenium")
 from selenium.webdriver.common.by import By  # noqa: E402

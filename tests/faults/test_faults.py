@@ -45,7 +45,7 @@ from core.zk.reconcile import reconcile_pending
 from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
 from tests.support.kafka_tree import write_cluster, write_topic
-from tests.support.own_zk import SERVER_CONFIG, SESSION_TIMEOUT, own_zk  # noqa: F401  (own_zk: a fixture)
+from tests.support.own_zk import SERVER_CONFIG, SESSION_TIMEOUT
 from tests.support.sandbox_helpers import wait_until
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(180), pytest.mark.filterwarnings("ignore:No chroot path exists")]

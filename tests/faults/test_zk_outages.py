@@ -44,7 +44,7 @@ from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
 from dashboard import frame
 from tests.support.kafka_tree import write_broker, write_cluster, write_topic
-from tests.support.own_zk import SESSION_TIMEOUT, OwnZooKeeper, own_zk  # noqa: F401  (own_zk: a fixture)
+from tests.support.own_zk import SESSION_TIMEOUT, OwnZooKeeper
 from tests.support.sandbox_helpers import wait_until
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.filterwarnings("ignore:No chroot path exists")]

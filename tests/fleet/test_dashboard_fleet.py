@@ -31,7 +31,7 @@ from dashboard import frame
 from dashboard.fleet import charts as fleet_charts
 from dashboard.fleet import job as fleet_job
 from dashboard.text import unescape
-from tests.support.spark_helpers import LOCAL_MASTER, free_port, spark  # noqa: F401
+from tests.support.spark_helpers import LOCAL_MASTER, free_port
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py")
 PAGE = "fleet/page.py"
@@ -103,7 +103,7 @@ def fresh_resources():
 
 
 @pytest.fixture(scope="module")
-def ranked(spark, tmp_path_factory) -> Ranked:  # noqa: F811 (the shared SparkSession fixture)
+def ranked(spark, tmp_path_factory) -> Ranked:  # spark: tests/fleet/conftest.py's shared SparkSession
     base = tmp_path_factory.mktemp("fleet-page")
     store, out = base / "store", base / "out"
     generated = generate_fleet(TINY, store)

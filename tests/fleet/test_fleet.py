@@ -33,7 +33,7 @@ from core.fleet.spark import check_java, spark_bin
 from core.fleet.store import read_store
 from core.health import summarize
 from core.model import Broker, ClusterSnapshot, Partition, Topic
-from tests.support.spark_helpers import LOCAL_MASTER, free_port, spark, spark_env, standalone_cluster  # noqa: F401
+from tests.support.spark_helpers import LOCAL_MASTER, free_port, spark_env, standalone_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 

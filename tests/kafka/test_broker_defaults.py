@@ -24,9 +24,10 @@ from core.sandbox.kafka import KafkaCluster
 from core.zk.session import ZkSession
 from tests.kafka.conftest import VERSION
 from tests.kafka.realkafka import RealKafka, compat_admin, create_topic, eventually, keel_zk, needs_kafka, tool_class
-from tests.dashboard.test_dashboard_apptest import app, fresh_connections, metrics, table_with, texts, write_config  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, metrics, table_with, texts, write_config  # noqa: F401
 
-pytestmark = needs_kafka("2.0", "kafka-configs --bootstrap-server --describe --all (ConfigCommand, KIP-226/248)")
+pytestmark = [needs_kafka("2.0", "kafka-configs --bootstrap-server --describe --all (ConfigCommand, KIP-226/248)"),
+              pytest.mark.usefixtures("fresh_connections")]
 
 STATIC = {"min.insync.replicas": "2", "log.retention.hours": "100"}
 PER_BROKER = {3: {"min.insync.replicas": "3"}}

@@ -37,7 +37,7 @@ from core.sandbox.seed import (
 )
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
-from tests.support.sandbox_helpers import sandbox, wait_until  # noqa: F401  (sandbox is a fixture)
+from tests.support.sandbox_helpers import wait_until
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.filterwarnings("ignore:No chroot path exists")]
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from core.sandbox import zkserver
 from tests.support.sandbox_helpers import wait_until
 
@@ -54,12 +52,3 @@ class OwnZooKeeper:
         if self.paused:
             zkserver.resume(self.dir)
         zkserver.stop(self.dir)
-
-
-@pytest.fixture
-def own_zk(tmp_path):
-    server = OwnZooKeeper(tmp_path)
-    try:
-        yield server
-    finally:
-        server.close()

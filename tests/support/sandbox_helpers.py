@@ -1,8 +1,8 @@
 """Helpers for tests that need a running sandbox cluster (seeded tree + controller emulator, in-process).
 
-    from tests.support.sandbox_helpers import running_sandbox, sandbox, wait_until   # `sandbox` is a pytest fixture
+    from tests.support.sandbox_helpers import running_sandbox, wait_until
 
-    def test_something(sandbox):
+    def test_something(sandbox):   # the fixture is tests/conftest.py's
         snap = sandbox.snapshot()
         sandbox.stop_broker(3)
 
@@ -68,10 +68,3 @@ def wait_until(predicate: Callable[[], T], timeout: float = 10.0, interval: floa
         if time.monotonic() >= deadline:
             pytest.fail(f"timed out after {timeout:g} s waiting for {message}")
         time.sleep(interval)
-
-
-@pytest.fixture
-def sandbox(zk_connect: str) -> Iterator[Sandbox]:
-    """The default sandbox (9 brokers, 3 racks, 30 topics, seed 7) with its emulator running."""
-    with running_sandbox(zk_connect) as sb:
-        yield sb

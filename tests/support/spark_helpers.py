@@ -1,8 +1,8 @@
 """Spark for tests: one local SparkSession per test session, and a throwaway standalone cluster on 127.0.0.1.
 
-    from tests.support.spark_helpers import spark, standalone_cluster   # `spark` is a session-scoped pytest fixture
+    from tests.support.spark_helpers import standalone_cluster
 
-    def test_job(spark): ...
+    def test_job(spark): ...   # the session-scoped fixture of tests/fleet/conftest.py
     with standalone_cluster(tmp_path) as master_url: ...   # master + one worker; both killed afterwards
 """
 
@@ -19,23 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import pytest
-
-from core.fleet.spark import get_session, spark_bin, stop_session
+from core.fleet.spark import spark_bin
 
 LOCAL_MASTER = "local[2]"
-
-
-@pytest.fixture(scope="session")
-def spark():
-    """The test session's SparkSession: local[2], no UI, 2 shuffle partitions, driver bound to 127.0.0.1."""
-    session = get_session(LOCAL_MASTER, shuffle_partitions=2, driver_memory="1g",
-                          conf={"spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
-                                "spark.default.parallelism": "2"})
-    try:
-        yield session
-    finally:
-        stop_session()
 
 
 def free_port() -> int:

@@ -29,7 +29,7 @@ from core.topics import draft_add_partitions, draft_create_topic
 from core.zk import topic_admin
 from core.zk.session import ZkSession
 from tests.support.kafka_tree import dump_tree, write_cluster, write_topic
-from tests.support.sandbox_helpers import sandbox, wait_until  # noqa: F401  (fixture)
+from tests.support.sandbox_helpers import wait_until
 
 
 @pytest.fixture
