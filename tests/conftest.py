@@ -133,3 +133,61 @@ def fresh_connections():
     yield
     st.cache_resource.clear()  # on_release: stop every LiveCluster, close every ZooKeeper session
     wait_until(lambda: not dashboard_threads(), timeout=10, message="the dashboard's threads to end")
+
+
+# --- markers and xdist groups, by folder and by fixture ------------------------------------------------------------
+#
+#   zk       needs a ZooKeeper server (the session's or one of its own)
+#   kafka    real Kafka brokers (tests/kafka)
+#   browser  headless Chromium
+#   spark    a real SparkSession or Spark cluster
+#   slow     seconds each, or a minute per module: out of `make test-fast`
+#
+# `make test-fast` is `-m "not (kafka or browser or spark or slow)"`: the pure and ZooKeeper tests.
+# Under `-n N --dist loadgroup` (make test) a group runs on one worker: tests/kafka shares one cluster (three broker
+# JVMs, package-scoped), tests/fleet one SparkSession, and a module with a module-scoped fixture of its own (a
+# server, a certificate) keeps it to one worker instead of starting it on each.
+
+HERE = Path(__file__).resolve().parent
+FOLDER_MARKS = {"zk": ("zk",), "faults": ("zk", "slow"), "sandbox": ("zk",), "kafka": ("kafka", "slow"),
+                "e2e": ("browser", "slow"), "fleet": ("spark", "slow")}
+FIXTURE_MARKS = {"zk_server": "zk", "own_zk": "zk", "kafka": "kafka", "browser": "browser", "chromium": "browser",
+                 "spark": "spark"}
+FOLDER_GROUPS = {"kafka": "kafka", "fleet": "spark"}
+# Tests of the other folders that take seconds: `path::function` lines of tests/slow.txt (how they were chosen is
+# written there).
+SLOW = frozenset(line.strip() for line in (HERE / "slow.txt").read_text().splitlines()
+                 if line.strip() and not line.startswith("#"))
+
+
+def _folder(item: pytest.Item) -> str:
+    rel = Path(str(item.path)).resolve().relative_to(HERE)
+    return rel.parts[0] if len(rel.parts) > 1 else ""
+
+
+def _module_scoped_fixture(item: pytest.Item) -> bool:
+    """Does the test use a module-scoped fixture defined in its own module?"""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name in item.fixturenames:
+        defs = info.name2fixturedefs.get(name) or ()
+        if defs and defs[-1].scope == "module" and defs[-1].baseid == item.nodeid.split("::")[0]:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = _folder(item)
+        marks = set(FOLDER_MARKS.get(folder, ()))
+        marks |= {mark for name, mark in FIXTURE_MARKS.items() if name in item.fixturenames}
+        if item.nodeid.split("[")[0] in SLOW:
+            marks.add("slow")
+        for mark in sorted(marks):
+            item.add_marker(getattr(pytest.mark, mark))
+        if folder in FOLDER_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(FOLDER_GROUPS[folder]))
+        elif _module_scoped_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
