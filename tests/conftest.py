@@ -154,6 +154,9 @@ FOLDER_MARKS = {"zk": ("zk",), "faults": ("zk", "slow"), "sandbox": ("zk",), "ka
 FIXTURE_MARKS = {"zk_server": "zk", "own_zk": "zk", "kafka": "kafka", "browser": "browser", "chromium": "browser",
                  "spark": "spark"}
 FOLDER_GROUPS = {"kafka": "kafka", "fleet": "spark"}
+# Tests that start Spark through the app (the Fleet page's Run job), which no fixture shows: marked spark and run on
+# the spark group's worker, not beside a second Spark (measured: 300 s and a timeout there, under load).
+SPARK_TESTS = {"tests/e2e/test_e2e_layout.py::test_fleet_after_generating_a_demo_and_its_ranking"}
 # Tests of the other folders that take seconds: `path::function` lines of tests/slow.txt (how they were chosen is
 # written there).
 SLOW = frozenset(line.strip() for line in (HERE / "slow.txt").read_text().splitlines()
@@ -183,11 +186,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         folder = _folder(item)
         marks = set(FOLDER_MARKS.get(folder, ()))
         marks |= {mark for name, mark in FIXTURE_MARKS.items() if name in item.fixturenames}
-        if item.nodeid.split("[")[0] in SLOW:
+        function = item.nodeid.split("[")[0]
+        if function in SLOW:
             marks.add("slow")
+        if function in SPARK_TESTS:
+            marks.add("spark")
         for mark in sorted(marks):
             item.add_marker(getattr(pytest.mark, mark))
         if folder in FOLDER_GROUPS:
             item.add_marker(pytest.mark.xdist_group(FOLDER_GROUPS[folder]))
+        elif function in SPARK_TESTS:
+            item.add_marker(pytest.mark.xdist_group("spark"))
         elif _module_scoped_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

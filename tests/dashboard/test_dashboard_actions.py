@@ -36,7 +36,7 @@ ACTOR = "alice@keel-test"
 SPEC = SandboxSpec(brokers=5, racks=3, topics=6, seed=5)
 
 
-# --- fixtures and helpers --------------------------------------------------------------------------
+# --- helpers (fixtures: tests/dashboard/conftest.py) --------------------------------------------------
 
 
 def open_page(sb: Sandbox, zk_connect, tmp_path, monkeypatch, page: str, **config):

@@ -31,7 +31,7 @@ RUN_TIMEOUT = 60
 DEMO = SandboxSpec(brokers=6, racks=3, topics=8, seed=11, demo=True)
 
 
-# --- fixtures -----------------------------------------------------------------------------------
+# --- helpers (fixtures: tests/conftest.py, tests/dashboard/conftest.py) ------------------------
 
 
 def write_config(tmp_path, monkeypatch, clusters: dict[str, dict], *, role="admin", read_only=False) -> Path:

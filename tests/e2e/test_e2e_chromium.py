@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists
                                        "chromium-driver)")
 
 
-# --- fixtures -----------------------------------------------------------------------------------
+# --- serving the app (fixtures: tests/e2e/conftest.py) -----------------------------------------
 
 
 @contextlib.contextmanager
