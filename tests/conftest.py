@@ -141,7 +141,7 @@ def fresh_connections():
 #   kafka    real Kafka brokers (tests/kafka)
 #   browser  headless Chromium
 #   spark    a real SparkSession or Spark cluster
-#   slow     seconds each, or a minute per module: out of `make test-fast`
+#   slow     seconds a test: whole folders (faults, e2e, kafka, fleet) and tests/slow.txt; out of make test-fast
 #
 # `make test-fast` is `-m "not (kafka or browser or spark or slow)"`: the pure and ZooKeeper tests.
 # Under `-n N --dist loadgroup` (make test) a group runs on one worker: tests/kafka shares one cluster (three broker
@@ -155,7 +155,7 @@ FIXTURE_MARKS = {"zk_server": "zk", "own_zk": "zk", "kafka": "kafka", "browser":
                  "spark": "spark"}
 FOLDER_GROUPS = {"kafka": "kafka", "fleet": "spark"}
 # Tests that start Spark through the app (the Fleet page's Run job), which no fixture shows: marked spark and run on
-# the spark group's worker, not beside a second Spark (measured: 300 s and a timeout there, under load).
+# the spark group's worker, not beside a second Spark.
 SPARK_TESTS = {"tests/e2e/test_e2e_layout.py::test_fleet_after_generating_a_demo_and_its_ranking"}
 # Tests of the other folders that take seconds: `path::function` lines of tests/slow.txt (how they were chosen is
 # written there).
@@ -164,7 +164,10 @@ SLOW = frozenset(line.strip() for line in (HERE / "slow.txt").read_text().splitl
 
 
 def _folder(item: pytest.Item) -> str:
-    rel = Path(str(item.path)).resolve().relative_to(HERE)
+    try:
+        rel = Path(str(item.path)).resolve().relative_to(HERE)
+    except ValueError:  # collected from outside tests/
+        return ""
     return rel.parts[0] if len(rel.parts) > 1 else ""
 
 
