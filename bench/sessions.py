@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's
 from bench.pages import PAGES, TOPICS_PER_PARTITION, cluster, page_url, wait_for  # noqa: E402
 from sandbox.processes import zkserver  # noqa: E402
 from sandbox.seed import SandboxSpec  # noqa: E402
-from tests.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
+from tests.support.browser import CHROMEDRIVER, CHROMIUM, chromium, serve_dashboard  # noqa: E402
 
 TARGET_IDLE_CORES = 0.5
 TARGET_DRAW_SECONDS = 3.0

@@ -15,7 +15,7 @@ parsed text, after escapes are resolved, so a topic `www.evil-topic.example`, a 
 id `ops@evil.example` would be a clickable link. `md` puts an empty `:small[]` between "www" and ".", "http(s)" and "://",
 "@" and its domain: Streamlit draws it as an empty <span>, which splits the text where the link would start. Nothing
 of it is shown or copied (a zero-width character would be copied with the text and break a pasted topic name or
-address); tests/test_dashboard_markdown.py checks both in Chromium.
+address); tests/dashboard/test_dashboard_markdown.py checks both in Chromium.
 """
 
 from __future__ import annotations

@@ -5,8 +5,14 @@
 - ``kazoo_client``  (function) a started KazooClient bound to ``zk_connect``; stopped and closed afterwards.
 - ``KEEL_STORE``    (session, autouse) points at a fresh file in the session's tmp dir: no test (nor a process it
   starts) ever writes a developer's .run/keel.sqlite; a test that needs its own store sets KEEL_STORE again.
+- ``sandbox``       (function) the default sandbox cluster in ``zk_connect`` with its controller emulator running.
+- ``fresh_connections`` (function) Streamlit's process-global connections cleared before and after a test, their
+  watcher threads ended (autouse in tests/dashboard; AppTest modules elsewhere name it).
 
-Other fixtures belong in helper modules next to the tests that need them, not here.
+Fixtures used by one folder live in that folder's conftest.py; helpers (plain functions, classes) in tests/support/.
+
+Markers are applied here, by folder and by the fixtures a test uses (pytest_collection_modifyitems): zk, kafka,
+browser, spark, slow; and xdist groups for `make test -n N --dist loadgroup` (see MARKERS below).
 """
 
 from __future__ import annotations
@@ -14,12 +20,16 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import threading
 import uuid
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 from kazoo.client import KazooClient
 
 from sandbox.processes import zkserver
+from tests.support.sandbox_helpers import Sandbox, running_sandbox, wait_until
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -100,3 +110,95 @@ def kazoo_client(zk_connect: str):
     finally:
         client.stop()
         client.close()
+
+
+@pytest.fixture
+def sandbox(zk_connect: str) -> Iterator[Sandbox]:
+    """The default sandbox (9 brokers, 3 racks, 30 topics, seed 7) with its emulator running."""
+    with running_sandbox(zk_connect) as sb:
+        yield sb
+
+
+def dashboard_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.is_alive() and t.name.startswith(("keel-watch-", "keel-connect-"))]
+
+
+@pytest.fixture
+def fresh_connections():
+    """The dashboard's connections live in st.cache_resource, which is process-global: cleared before and after
+    the test, which stops the LiveCluster watchers and closes their ZooKeeper sessions."""
+    import streamlit as st  # here, not at the top: the pure tests need no Streamlit
+
+    st.cache_resource.clear()
+    yield
+    st.cache_resource.clear()  # on_release: stop every LiveCluster, close every ZooKeeper session
+    wait_until(lambda: not dashboard_threads(), timeout=10, message="the dashboard's threads to end")
+
+
+# --- markers and xdist groups, by folder and by fixture ------------------------------------------------------------
+#
+#   zk       needs a ZooKeeper server (the session's or one of its own)
+#   kafka    real Kafka brokers (tests/kafka)
+#   browser  headless Chromium
+#   spark    a real SparkSession or Spark cluster
+#   slow     seconds a test: whole folders (faults, e2e, kafka, fleet) and tests/slow.txt; out of make test-fast
+#
+# `make test-fast` is `-m "not (kafka or browser or spark or slow)"`: the pure and ZooKeeper tests.
+# Under `-n N --dist loadgroup` (make test) a group runs on one worker: tests/kafka shares one cluster (three broker
+# JVMs, package-scoped), tests/fleet one SparkSession, and a module with a module-scoped fixture of its own (a
+# server, a certificate) keeps it to one worker instead of starting it on each.
+
+HERE = Path(__file__).resolve().parent
+FOLDER_MARKS = {"zk": ("zk",), "faults": ("zk", "slow"), "sandbox": ("zk",), "kafka": ("kafka", "slow"),
+                "e2e": ("browser", "slow"), "fleet": ("spark", "slow")}
+FIXTURE_MARKS = {"zk_server": "zk", "own_zk": "zk", "kafka": "kafka", "browser": "browser", "chromium": "browser",
+                 "spark": "spark"}
+FOLDER_GROUPS = {"kafka": "kafka", "fleet": "spark"}
+# Tests that start Spark through the app (the Fleet page's Run job), which no fixture shows: marked spark and run on
+# the spark group's worker, not beside a second Spark.
+SPARK_TESTS = {"tests/e2e/test_e2e_layout.py::test_fleet_after_generating_a_demo_and_its_ranking"}
+# Tests of the other folders that take seconds: `path::function` lines of tests/slow.txt (how they were chosen is
+# written there).
+SLOW = frozenset(line.strip() for line in (HERE / "slow.txt").read_text().splitlines()
+                 if line.strip() and not line.startswith("#"))
+
+
+def _folder(item: pytest.Item) -> str:
+    try:
+        rel = Path(str(item.path)).resolve().relative_to(HERE)
+    except ValueError:  # collected from outside tests/
+        return ""
+    return rel.parts[0] if len(rel.parts) > 1 else ""
+
+
+def _module_scoped_fixture(item: pytest.Item) -> bool:
+    """Does the test use a module-scoped fixture defined in its own module?"""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name in item.fixturenames:
+        defs = info.name2fixturedefs.get(name) or ()
+        if defs and defs[-1].scope == "module" and defs[-1].baseid == item.nodeid.split("::")[0]:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = _folder(item)
+        marks = set(FOLDER_MARKS.get(folder, ()))
+        marks |= {mark for name, mark in FIXTURE_MARKS.items() if name in item.fixturenames}
+        function = item.nodeid.split("[")[0]
+        if function in SLOW:
+            marks.add("slow")
+        if function in SPARK_TESTS:
+            marks.add("spark")
+        for mark in sorted(marks):
+            item.add_marker(getattr(pytest.mark, mark))
+        if folder in FOLDER_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(FOLDER_GROUPS[folder]))
+        elif function in SPARK_TESTS:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        elif _module_scoped_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

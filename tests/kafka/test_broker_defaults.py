@@ -25,9 +25,10 @@ from core.zk.session import ZkSession
 from tests.kafka.conftest import VERSION
 from tests.kafka.realkafka import (RealKafka, compat_admin, config_command, create_topic, eventually, keel_zk,
                                    needs_kafka)
-from tests.test_dashboard_apptest import app, fresh_connections, metrics, table_with, texts, write_config  # noqa: F401
+from tests.dashboard.test_dashboard_apptest import app, metrics, table_with, texts, write_config  # noqa: F401
 
-pytestmark = needs_kafka("2.0", "kafka-configs --bootstrap-server --describe --all (ConfigCommand, KIP-226/248)")
+pytestmark = [needs_kafka("2.0", "kafka-configs --bootstrap-server --describe --all (ConfigCommand, KIP-226/248)"),
+              pytest.mark.usefixtures("fresh_connections")]
 
 STATIC = {"min.insync.replicas": "2", "log.retention.hours": "100"}
 PER_BROKER = {3: {"min.insync.replicas": "3"}}

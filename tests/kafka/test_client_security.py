@@ -34,7 +34,7 @@ from cryptography.x509.oid import NameOID
 from sandbox.processes import kafka as kafka_runner
 from tests.kafka.conftest import VERSION
 from tests.kafka.realkafka import needs_kafka, tool_class
-from tests.test_dashboard_apptest import app, table_with, texts, write_config
+from tests.dashboard.test_dashboard_apptest import app, table_with, texts, write_config
 
 pytestmark = needs_kafka("2.7", "PEM key and trust stores (KIP-651)")
 

@@ -19,7 +19,7 @@ from core.zk.session import ZkSession
 from core.zk.watcher import LiveCluster
 from tests.kafka.realkafka import (RealKafka, assert_snapshot_matches_kafka, by_topic, describe_lines, run_filters,
                                    without_configs)
-from tests.kafka_tree import dump_tree
+from tests.support.kafka_tree import dump_tree
 
 DETECTION_LIMIT = int(BROKER_SETTINGS["replica.lag.time.max.ms"]) / 1000 + 5
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 from core.audit.store import Store
 from tests.kafka.realkafka import RealKafka, create_topic, produce
-from tests.test_dashboard_apptest import app, texts, write_config
+from tests.dashboard.test_dashboard_apptest import app, texts, write_config
 
 BROKER = 1
 PARTITION_BYTES = 3_000_000

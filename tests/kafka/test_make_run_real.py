@@ -23,7 +23,7 @@ from sandbox.processes.common import pid_alive
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.kafka.realkafka import kafka_version
-from tests.sandbox_helpers import wait_until
+from tests.support.sandbox_helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 TOPICS = {"orders": 12, "payments": 6, "clicks": 8, "inventory": 3, "audit-log": 1}

@@ -315,8 +315,8 @@ def test_log_dirs_and_consumer_groups_pages_read_the_real_brokers(healthy: RealK
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    from tests.test_dashboard_apptest import app, table_with, texts, write_config
-    from tests.test_dashboard_markdown import autolinks, markdown_strings
+    from tests.dashboard.test_dashboard_apptest import app, table_with, texts, write_config
+    from tests.dashboard.test_dashboard_markdown import autolinks, markdown_strings
 
     kafka = healthy
     topic, group = _topic("page"), f"ops@{_topic('page-group')}.example"  # a group id is any string: an address here

@@ -33,10 +33,10 @@ from tests.kafka.realkafka import (
     needs_kafka,
     produce,
 )
-from tests.sandbox_helpers import wait_until
-from tests.test_dashboard_apptest import app, fresh_connections, texts, write_config  # noqa: F401  (autouse)
+from tests.support.sandbox_helpers import wait_until
+from tests.dashboard.test_dashboard_apptest import app, texts, write_config  # noqa: F401
 
-pytestmark = needs_kafka("2.4", "alterPartitionReassignments (KIP-455)")
+pytestmark = [needs_kafka("2.4", "alterPartitionReassignments (KIP-455)"), pytest.mark.usefixtures("fresh_connections")]
 
 PAGE = "reassign/page.py"
 CLUSTER = "kafka"

@@ -13,7 +13,7 @@ import streamlit as st
 
 from dashboard.reassign import plan_view
 from tests.kafka.realkafka import RealKafka, create_topic, produce
-from tests.test_dashboard_apptest import app, metrics, texts, write_config
+from tests.dashboard.test_dashboard_apptest import app, metrics, texts, write_config
 
 PAGE = "reassign/page.py"
 ORIGINAL = {0: [1, 2], 1: [2, 3]}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.kafka.realkafka import RealKafka
-from tests.kafka_tree import dump_tree
+from tests.support.kafka_tree import dump_tree
 
 EXISTING = "r-existing"  # 4 partitions, replication factor 2, min.insync.replicas=2 (made by the module fixture)
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"

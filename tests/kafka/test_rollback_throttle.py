@@ -1,5 +1,5 @@
 """A rollback on real brokers runs at the throttle its reassignment ran with (issue 23, item 6), and a dry run of
-log-dirs-execute writes nothing (issue 23, item 7; the other dry runs are in tests/test_dry_runs.py).
+log-dirs-execute writes nothing (issue 23, item 7; the other dry runs are in tests/cli/test_dry_runs.py).
 
 A reassignment executed with --throttle, verified (the throttles go), then rolled back without --throttle: the
 brokers report (describe_configs) the reassignment's rate as their leader/follower.replication.throttled.rate and the
