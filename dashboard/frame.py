@@ -221,7 +221,7 @@ def status_line(conn: Connection) -> tuple[str, str]:
             up = len(snap.alive_broker_ids)
             text = f"Live · {up}/{len(snap.brokers)} brokers up · generation {live.generation}"
             if conn.cluster.through_brokers:  # no watches: say how fresh the view is
-                text = (f"Live · {up}/{len(snap.brokers)} brokers up · read every {conn.cluster.poll_interval:g} s, "
+                text = (f"Live · {up}/{len(snap.brokers)} brokers up · read every {live.effective_interval:.3g} s, "
                         f"last at {hhmmss(live.last_good_at)}")
             if conn.resync_notice() is not None:
                 text += f" · re-read after a reconnect at {hhmmss(live.resynced_at)}"

@@ -122,3 +122,23 @@ def test_the_polled_view_follows_changes_within_seconds_and_never_says_live_afte
         view.stop()
         admin.close()
 
+
+
+def test_a_slow_read_is_polled_less_often(kraft):
+    """Polling costs at most ~1/4 of a core however big the cluster: a read that takes long waits 4x as long."""
+    from core.kafka.poller import READ_SHARE_FACTOR, PolledCluster
+
+    def slow_read(admin):  # a cluster 10x bigger, as far as the pacing can tell
+        snap = read_snapshot(admin)
+        time.sleep(0.4)
+        return snap
+
+    with _admin(kraft) as admin:
+        view = PolledCluster(admin, interval=0.2, read=slow_read).start()
+        try:
+            assert view.effective_interval >= READ_SHARE_FACTOR * 0.4
+            polls = view.polls
+            time.sleep(3)
+            assert view.polls - polls <= 2  # at 0.2 s it would have read ~5 times
+        finally:
+            view.stop()
