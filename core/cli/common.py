@@ -158,6 +158,10 @@ def zk_session(args: argparse.Namespace) -> Iterator[ZkSession]:
         session.close()
 
 
+class UsageError(ValidationError):
+    """A missing or contradictory argument argparse cannot express (one of two options): exit 2, as argparse's."""
+
+
 def read_cluster(args: argparse.Namespace, *, cluster: str = "",
                  progress: Callable[[str, int, int], None] | None = None):
     """The whole cluster as a snapshot, from ZooKeeper (--zk) or, without --zk, through the brokers' Admin API
@@ -172,8 +176,8 @@ def read_cluster(args: argparse.Namespace, *, cluster: str = "",
 
         with kafka_admin(args, "reading the cluster") as admin:
             return read_through_admin(admin, cluster=cluster)
-    raise ValidationError("give the cluster: --zk CONNECT (ZooKeeper mode) or --bootstrap-server HOST:PORT "
-                          "(the brokers' Admin API: any cluster, KRaft included)")
+    raise UsageError("give the cluster: --zk CONNECT (ZooKeeper mode) or --bootstrap-server HOST:PORT "
+                     "(the brokers' Admin API: any cluster, KRaft included)")
 
 
 def stderr_progress(enabled: bool) -> Callable[[str, int, int], None] | None:
@@ -204,11 +208,15 @@ def quiet_kazoo(level: int = logging.CRITICAL) -> Iterator[None]:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run a parsed command (`args.func`) with kazoo quiet: 1 and `error: ...` on stderr for a KeelError, 130 when
-    interrupted. `python -m core` and `python -m sandbox` both end here, so their statuses agree."""
+    """Run a parsed command (`args.func`) with kazoo quiet: 1 and `error: ...` on stderr for a KeelError (2 for a
+    UsageError, as argparse's), 130 when interrupted. `python -m core` and `python -m sandbox` both end here, so
+    their statuses agree."""
     try:
-        with quiet_kazoo():  # every write goes through core.gate (core.cli.common.write_session)
+        with quiet_kazoo():  # every write goes through core.policy.gate (core.cli.common.write_session)
             return args.func(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except KeelError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from core.cli.argtypes import WAIT, seconds, shown, whole
-from core.cli.common import add_bootstrap_option, add_zk_options, kafka_admin
+from core.cli.common import UsageError, add_bootstrap_option, add_zk_options, kafka_admin
 from core.errors import ValidationError
 from core.model import ClusterSnapshot
 
@@ -26,7 +26,7 @@ def snapshot_from_args(args: argparse.Namespace) -> ClusterSnapshot:
         return ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
                                                     what="snapshot", why="~2 million partitions"))
     if not getattr(args, "zk", None) and not getattr(args, "bootstrap_server", None):
-        raise ValidationError("give the cluster: --zk CONNECT, --bootstrap-server HOST:PORT or --snapshot FILE")
+        raise UsageError("give the cluster: --zk CONNECT, --bootstrap-server HOST:PORT or --snapshot FILE")
     from core.cli.common import read_cluster
 
     return read_cluster(args)

@@ -15,6 +15,7 @@ import json
 import sys
 
 from core.cli.argtypes import id_list, whole
+from core.cli.common import UsageError
 from core.errors import ValidationError
 
 
@@ -70,8 +71,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         snap = ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
                                                     what="snapshot", why="~2 million partitions"))
     elif not args.zk and not args.bootstrap_server:
-        raise ValidationError("give the cluster to plan for: --snapshot FILE, --zk CONNECT or --bootstrap-server "
-                              "HOST:PORT")
+        raise UsageError("give the cluster to plan for: --snapshot FILE, --zk CONNECT or --bootstrap-server "
+                         "HOST:PORT")
     else:
         from core.cli.common import read_cluster
 

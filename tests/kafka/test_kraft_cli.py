@@ -95,5 +95,5 @@ def pattern_of(suffix: str) -> str:
 def test_without_zk_or_brokers_the_read_commands_say_what_to_give():
     for argv in (["describe"], ["snapshot", "-o", "-"], ["restart-check", "--broker", "1"]):
         code, out, err = keel(*argv)
-        assert code == 1 and out == ""
+        assert code == 2 and out == ""  # a usage error, as argparse's
         assert "--zk CONNECT" in err and "--bootstrap-server HOST:PORT" in err, (argv, err)
