@@ -38,7 +38,7 @@ DEFAULT_MASTER = "local[*]"
 # a demo fleet that runs in seconds: 12 clusters, 24,000 partitions, 3-48 brokers, every skew of the generator
 DEMO_SPEC = FleetSpec(clusters=12, seed=7, partitions_total=24_000, max_partitions=6_000, min_brokers=3,
                       max_brokers=48)
-POLL_SECONDS = 0.25
+POLL_SECONDS = 0.5
 RANKING_COLUMNS = ["rank", "cluster", "imbalance_score", "brokers", "partitions", "replica_cv", "leader_cv",
                    "under_replicated", "offline", "rack_violations", "brokers_over_leader_threshold"]
 SCORE_TEXT = ("**imbalance_score** = 100 × (0.3·replica CV + 0.3·leader CV + 0.2·offline share + "
@@ -63,34 +63,36 @@ def run_clicked() -> None:
 
 
 def follow(job: FleetJob) -> None:
-    """Draw the job's progress until it ends, then rerun (results and buttons are drawn afresh)."""
+    """The job's progress, redrawn every POLL_SECONDS by a fragment until it ends, then the whole page (results and
+    buttons drawn afresh). Never a loop that holds the script run: the session's live ticker (dashboard.frame)
+    reruns fragments, and a rerun ends a script run in progress, which then would never draw the outcome."""
     st.button("Cancel", key="fleet_cancel", icon=":material/cancel:", on_click=cancel_job, args=(job.id,),
               help="Stops the Spark jobs at their next progress update; the output directory is left as it was.")
-    bar = st.progress(0.0, text="Starting…")
-    line = st.empty()
-    while job.running:
-        p = job.progress
-        elapsed = time.monotonic() - job.started
-        if p is None:
-            bar.progress(0.0, text="Checking the input…")
-            detail = ""
+    _progress(job)
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _progress(job: FleetJob) -> None:
+    if not job.running:
+        st.rerun()  # the whole page: the outcome and the results
+    p = job.progress
+    elapsed = time.monotonic() - job.started
+    if p is None:
+        st.progress(0.0, text="Checking the input…")
+        detail = ""
+    else:
+        st.progress(p.fraction, text=f"Step {p.step_index}/{p.steps}: **{p.step}**")
+        if p.step == "start Spark":
+            detail = f"Starting Spark on `{job.master}` (a first run starts a JVM, which can take half a minute)"
+        elif p.tasks_total:
+            detail = (f"{p.tasks_done:,}/{p.tasks_total:,} tasks" + (f" ({p.active_tasks} running)"
+                                                                     if p.active_tasks else "")
+                      + f" · stages {p.stages_done}/{p.stages_total}")
         else:
-            bar.progress(p.fraction, text=f"Step {p.step_index}/{p.steps}: **{p.step}**")
-            if p.step == "start Spark":
-                detail = (f"Starting Spark on `{job.master}` (a first run starts a JVM, which can take half a "
-                          "minute)")
-            elif p.tasks_total:
-                detail = (f"{p.tasks_done:,}/{p.tasks_total:,} tasks" + (f" ({p.active_tasks} running)"
-                                                                         if p.active_tasks else "")
-                          + f" · stages {p.stages_done}/{p.stages_total}")
-            else:
-                detail = "planning the Spark jobs…" if p.step_index > 2 else ""
-        if job.cancel.is_set():
-            detail = "Cancelling… " + detail
-        line.caption(" · ".join(x for x in (detail, f"{elapsed:,.0f} s elapsed",
-                                             f"`{job.store}` → `{job.output}`") if x))
-        time.sleep(POLL_SECONDS)
-    st.rerun()
+            detail = "planning the Spark jobs…" if p.step_index > 2 else ""
+    if job.cancel.is_set():
+        detail = "Cancelling… " + detail
+    st.caption(" · ".join(x for x in (detail, f"{elapsed:,.0f} s elapsed", f"`{job.store}` → `{job.output}`") if x))
 
 
 def show_outcome(job: FleetJob) -> None:

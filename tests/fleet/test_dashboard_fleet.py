@@ -102,6 +102,19 @@ def fresh_resources():
     st.cache_resource.clear()
 
 
+
+def run_job(at: AppTest, timeout: float = 240) -> AppTest:
+    """Click Run job and wait for the job: the page does not hold its script run while it runs (the live ticker
+    would end that run); a fragment redraws the progress and then the whole page, as the next run here does."""
+    at.button(key="fleet_run").click().run()
+    job = fleet_job.current_job()
+    assert job is None or not job.running or at.get("progress"), "no progress drawn while the job runs"
+    started = time.monotonic()
+    while job is not None and job.running:
+        assert time.monotonic() - started < timeout, "the fleet job did not finish"
+        time.sleep(0.2)
+    return at.run()
+
 @pytest.fixture(scope="module")
 def ranked(spark, tmp_path_factory) -> Ranked:  # spark: tests/fleet/conftest.py's shared SparkSession
     base = tmp_path_factory.mktemp("fleet-page")
@@ -119,7 +132,7 @@ def ranked(spark, tmp_path_factory) -> Ranked:  # spark: tests/fleet/conftest.py
         assert "No results" in texts(at.info)
         assert not at.button(key="fleet_run").disabled
         started = time.monotonic()
-        at.button(key="fleet_run").click().run()  # the run waits for the job, drawing its progress
+        run_job(at)
         seconds = time.monotonic() - started
         assert not at.exception, at.exception
         assert not at.error, errors(at)
@@ -302,7 +315,7 @@ def test_missing_store_says_so_writes_nothing_and_offers_a_demo(ranked, tmp_path
     assert "python -m core fleet collect --config keel.toml --out DIR" in texts(at.info)
     assert "No results" in texts(at.info)
 
-    at.button(key="fleet_run").click().run()
+    run_job(at)
     assert not at.exception, at.exception
     assert f"fleet store {missing} does not exist" in errors(at)
     assert f"Nothing was written to `{out}`" in errors(at)
@@ -327,7 +340,7 @@ def test_wrong_schema_is_refused(ranked, tmp_path):
     pd.DataFrame({"topic": ["t"]}).to_parquet(bad / "replicas" / "cluster=x" / "part-0.parquet")
     out = tmp_path / "out"
     at = fill(app(), store=bad, output=out)
-    at.button(key="fleet_run").click().run()
+    run_job(at)
     assert not at.exception, at.exception
     assert "Wrong schema in the fleet store" in errors(at) and "missing column" in errors(at)
     assert not out.exists()
@@ -338,7 +351,7 @@ def test_unreachable_master_is_a_clear_error_within_seconds(ranked, tmp_path):
     master = f"spark://127.0.0.1:{free_port()}"  # nothing listens there
     at = fill(app(), output=out, master=master)
     started = time.monotonic()
-    at.button(key="fleet_run").click().run()
+    run_job(at)
     took = time.monotonic() - started
     assert not at.exception, at.exception
     assert "Spark master unreachable" in errors(at)
