@@ -143,8 +143,8 @@ def show_failure(conn: Connection) -> None:
     if conn.error_kind == ErrorKind.NO_KAFKA:
         st.error(f"**No Kafka cluster at `{c.zk}`.** {error}", icon=":material/search_off:")
     elif conn.error_kind == ErrorKind.UNREACHABLE:
-        st.error(f"**{'The brokers are' if c.through_brokers else 'ZooKeeper is'} unreachable** for cluster "
-                 f"**{c.name}**: {error}. "
+        st.error(f"**{'Brokers' if c.through_brokers else 'ZooKeeper'} unreachable** for cluster **{c.name}**: "
+                 f"{error}. "
                  f"Keel retries every {RETRY_SECONDS:g} s and on every refresh.", icon=":material/cloud_off:")
     elif conn.error_kind == ErrorKind.AUTH:
         st.error(f"**ZooKeeper denied access** for cluster **{c.name}**: {error}", icon=":material/lock:")

@@ -166,7 +166,7 @@ def read_cluster(args: argparse.Namespace, *, cluster: str = "",
                  progress: Callable[[str, int, int], None] | None = None):
     """The whole cluster as a snapshot, from ZooKeeper (--zk) or, without --zk, through the brokers' Admin API
     (--bootstrap-server: any cluster, KRaft included). The read commands ask this and need not know which."""
-    if getattr(args, "zk", None):
+    if getattr(args, "zk", None) is not None:  # given, even empty: the session says what is wrong with it
         from core.zk.reader import read_snapshot
 
         with zk_session(args) as session:

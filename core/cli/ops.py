@@ -217,7 +217,7 @@ def _mode_through_brokers(args: argparse.Namespace) -> int:
 
 
 def cmd_migration(args: argparse.Namespace) -> int:
-    if not args.zk:
+    if args.zk is None:
         return _mode_through_brokers(args)
     from core.cli.common import zk_session
     from core.zk.migration_state import read_migration

@@ -25,7 +25,7 @@ def snapshot_from_args(args: argparse.Namespace) -> ClusterSnapshot:
 
         return ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
                                                     what="snapshot", why="~2 million partitions"))
-    if not getattr(args, "zk", None) and not getattr(args, "bootstrap_server", None):
+    if getattr(args, "zk", None) is None and not getattr(args, "bootstrap_server", None):
         raise UsageError("give the cluster: --zk CONNECT, --bootstrap-server HOST:PORT or --snapshot FILE")
     from core.cli.common import read_cluster
 

@@ -70,7 +70,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.snapshot:
         snap = ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
                                                     what="snapshot", why="~2 million partitions"))
-    elif not args.zk and not args.bootstrap_server:
+    elif args.zk is None and not args.bootstrap_server:
         raise UsageError("give the cluster to plan for: --snapshot FILE, --zk CONNECT or --bootstrap-server "
                          "HOST:PORT")
     else:

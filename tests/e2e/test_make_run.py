@@ -34,6 +34,15 @@ def _health(port: int) -> str:
         return ""
 
 
+def _as_from_a_terminal() -> None:
+    """make started as a shell starts it: INT and TERM at their defaults (an ignored signal is inherited across
+    exec, and make does not catch a signal it inherits ignored: a test process that ignored INT at that moment
+    (a pytest-xdist worker runs other tests' code first) would make `kill -INT <make>` a no-op. The suspected
+    cause of one run under -n 3 where make did nothing for 30 s after its INT; not reproduced since.)"""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("ending", ["ctrl-c", "make interrupted", "make terminated", "make killed"])
 def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
     zk_port, http_port = zkserver.free_port(), zkserver.free_port()
@@ -42,7 +51,7 @@ def test_make_run_starts_everything_and_leaves_nothing_behind(tmp_path, ending):
     env.update(ZK_PORT=str(zk_port), PORT=str(http_port), RUN_DIR=str(run_dir))
     log = open(tmp_path / "make-run.log", "wb")
     make = subprocess.Popen(["make", "run"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_from_a_terminal)
     try:
         wait_until(lambda: _health(http_port) == "ok" or make.poll() is not None, 240, message="the dashboard")
         assert make.poll() is None, (tmp_path / "make-run.log").read_text()

@@ -104,7 +104,7 @@ def test_a_broker_list_that_does_not_answer_says_so_and_no_live_view(tmp_path, m
 
         def failed():
             at.run()
-            assert "brokers are unreachable" in _text(at)
+            assert "Brokers unreachable" in _text(at)
         eventually(failed, timeout=30, interval=0.5)
         assert "Live ·" not in _text(at)
     finally:
