@@ -341,11 +341,15 @@ class KafkaCluster:
                     b.port = free_port()
                 taken.add(b.port)
         self._write_files()
+        return self._launch_and_wait([b for b in self.brokers if b.id not in mine],
+                                     lambda b: self._wipe_foreign_data(b, cluster_id), timeout)
+
+    def _launch_and_wait(self, brokers: list[BrokerInfo], prepare, timeout: float) -> "KafkaCluster":
+        """Launch `brokers` (each after `prepare(b)`) and wait until the cluster is ready; on failure or Ctrl-C the
+        brokers launched here are stopped again."""
         started = []
-        for b in self.brokers:
-            if b.id in mine:
-                continue
-            self._wipe_foreign_data(b, cluster_id)
+        for b in brokers:
+            prepare(b)
             self._launch(b)
             started.append(b.id)
         try:

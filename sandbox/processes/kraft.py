@@ -236,21 +236,8 @@ class KraftCluster(KafkaCluster):
     def start(self, *, timeout: float = 120.0) -> "KraftCluster":
         lib_dir(self.version)
         self._write_files()
-        started = []
-        for b in self.brokers:
-            if self._is_our_broker(b):
-                continue
-            if not _port_open(b.port):
-                self._format(b)
-                self._launch(b)
-                started.append(b.id)
-        try:
-            self.wait_ready(timeout=timeout)
-        except (KeelError, KeyboardInterrupt):
-            for bid in started:
-                self.stop_broker(bid, timeout=10)
-            raise
-        return self
+        down = [b for b in self.brokers if not self._is_our_broker(b) and not _port_open(b.port)]
+        return self._launch_and_wait(down, self._format, timeout)
 
     def wait_ready(self, ids: Iterable[int] | None = None, *, timeout: float = 120.0) -> None:
         """Until the nodes `ids` (default all) run, are listed by DescribeCluster, and the quorum has a leader."""
