@@ -21,7 +21,7 @@ def test_fill_a_new_broker_then_roll_back(zk_connect, tmp_path, capsys):
     store = str(tmp_path / "keel.sqlite")
     with ZkSession.open(zk_connect) as s:
         seed_cluster(s, SandboxSpec(brokers=6, racks=3, topics=6, seed=3, demo=False))
-        with ControllerEmulator(s, reassign_base_delay=0.05) as _:
+        with ControllerEmulator(s, reassign_base_delay=0.5) as _:  # slow enough for the second execute to meet it
             before = read_snapshot(s)
             plan, rollback, report = (tmp_path / n for n in ("plan.json", "rollback.json", "report.json"))
             # drain broker 6: every replica it holds must move, and nothing else needs to

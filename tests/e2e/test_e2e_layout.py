@@ -355,6 +355,9 @@ def test_number_fields_read_what_was_typed(url, browser, tmp_path, width):
     wait_js(browser, "return [...document.querySelectorAll('button')].some(b => b.innerText.includes("
                      "'Execute reassignment'))", timeout=90, message="the default plan's Execute")
     keys = ["strategy", "ra_seed", "ra_max_moves", "ra_wave_k", "ra_wave_l", "ra_throttle"]
+    deadline = time.monotonic() + 30  # the throttle field comes after the Execute button on a busy machine
+    while [b["key"] for b in browser.execute_script(FIELD_BOXES, keys)] != keys and time.monotonic() < deadline:
+        time.sleep(0.25)
     boxes = browser.execute_script(FIELD_BOXES, keys)
     assert [b["key"] for b in boxes] == keys
     assert_row_lines_up(boxes)
