@@ -24,6 +24,7 @@ import logging
 import re
 import ssl
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -243,12 +244,20 @@ class KafkaAdmin:
     def _to_controller(self, call):
         """`call()`, a request kafka-python sends to the controller it found once and kept. Under KRaft that is a
         broker DescribeCluster named at random; when it has gone (stopped, fenced) the request is not sent
-        (UnknownBrokerId, NodeNotReady): ask for the controller again and send it once more."""
-        try:
-            return call()
-        except (kerrors.UnknownBrokerIdError, kerrors.NodeNotReadyError):
-            self._admin._controller_id = None
-            return call()
+        (UnknownBrokerId, NodeNotReady): ask for the controller again and send it once more. A broker that has just
+        registered may be named before the client's metadata lists it: a few more tries, 0.2 s apart growing, for at
+        most the request timeout."""
+        deadline = time.monotonic() + self.timeout
+        for attempt in itertools.count(1):
+            try:
+                return call()
+            except (kerrors.UnknownBrokerIdError, kerrors.NodeNotReadyError):
+                if attempt >= 5 or time.monotonic() + 0.2 * attempt > deadline:
+                    raise
+                self._admin._controller_id = None
+                with contextlib.suppress(Exception):
+                    self._admin._client.cluster.request_update()
+                time.sleep(0.2 * attempt)
 
     # --- versions ----------------------------------------------------------------------------------
 
@@ -414,14 +423,19 @@ class KafkaAdmin:
 
     def topic_overrides(self, topics: Sequence[str], *, batch: int = 500) -> dict[str, dict[str, str]]:
         """Each topic's own settings (DYNAMIC_TOPIC_CONFIG: what /config/topics/<t> holds in ZooKeeper mode), in
-        requests of `batch` topics. A sensitive value the brokers do not return is left out."""
+        requests of `batch` topics. A sensitive value the brokers do not return is left out. A topic the answering
+        broker did not describe (it has not applied the topic's record yet, or it was deleted meanwhile: kafka-python
+        drops the error and leaves no settings at all, not even defaults) is left out of the answer, never given an
+        empty config."""
         names = list(topics)
         out: dict[str, dict[str, str]] = {}
         for i in range(0, len(names), batch):
             chunk = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names[i:i + batch]]
             with self._translate("describe the topics' configs"):
-                answer = self._admin.describe_configs(chunk)
+                answer = self._admin.describe_configs(chunk, config_filter="all")
             for name, entries in (answer.get("topic") or {}).items():
+                if not entries:
+                    continue
                 out[name] = {k: v["value"] for k, v in sorted(entries.items())
                              if v.get("config_source") == "DYNAMIC_TOPIC_CONFIG" and v.get("value") is not None}
         return out

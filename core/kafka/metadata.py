@@ -101,6 +101,11 @@ def quorum_of(answer: Mapping | None) -> Quorum | None:
                   observers=replicas("observers"))
 
 
+def topic_config_problem(topic: str) -> str:
+    """The Problem key of a topic whose settings could not be read (a write computed from them refuses)."""
+    return f"topic {topic}: settings"
+
+
 def snapshot_of(cluster_info: Mapping, topics: Sequence[Mapping], *,
                 overrides: Mapping[str, Mapping[str, str]] | None = None,
                 reassigning: Mapping[tuple[str, int], Reassigning] | None = None,
@@ -110,7 +115,6 @@ def snapshot_of(cluster_info: Mapping, topics: Sequence[Mapping], *,
     (topic_partitions), each topic's `overrides`, the `reassigning` partitions, the dynamic `broker_configs` and,
     for a KRaft cluster, its `quorum` (whose leader is the active controller: under KRaft, DescribeCluster's
     controller id is only a broker that forwards controller requests)."""
-    overrides = overrides or {}
     reassigning = reassigning or {}
     problems: list[Problem] = []
     built: list[Topic] = []
@@ -123,8 +127,11 @@ def snapshot_of(cluster_info: Mapping, topics: Sequence[Mapping], *,
             continue
         parts = sorted((_partition(name, p, reassigning.get((name, int(p["partition_index"]))))
                         for p in t.get("partitions") or ()), key=lambda p: p.partition)
+        if overrides is not None and name not in overrides:
+            problems.append(Problem(topic_config_problem(name), "the brokers did not describe its settings (not yet "
+                                                                "known to the broker asked, or deleted meanwhile)"))
         built.append(Topic(name=name, partitions=tuple(parts), topic_id=kafka_topic_id(t.get("topic_id")),
-                           config=dict(overrides.get(name) or {})))
+                           config=dict((overrides or {}).get(name) or {})))
     # Kafka 4's DescribeCluster also lists fenced brokers (KIP-1073): registered, not serving (stopped, or not
     # caught up with the metadata log): down for Keel, as an unregistered broker is in ZooKeeper mode
     brokers = {b.id: b for b in map(_broker, cluster_info.get("brokers") or ())}

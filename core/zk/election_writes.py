@@ -14,7 +14,6 @@ when it acts.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Sequence
 
 from core import zkformat as zf
@@ -36,12 +35,7 @@ from core.zk.reader import read_for_write, read_snapshot, refuse_corrupt
 from core.zk.reconcile import settle_unknown_write
 from core.zk.session import Op, ZkSession, ZkWriteOutcomeUnknownError
 from core.zk.tree import ClusterTree
-
-
-@dataclass(frozen=True)
-class Triggered:
-    action_id: int
-    selection: Selection
+from core.writes import Triggered  # noqa: F401  (re-exported)
 
 
 def _in_progress_error(keys: Sequence[TopicPartition]) -> ElectionInProgressError:

@@ -17,7 +17,7 @@ so a topic grown, reassigned or re-configured meanwhile fails the whole write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from core import zkformat as zf
@@ -57,16 +57,22 @@ from core.zk.reader import read_for_write, refuse_corrupt
 from core.zk.reconcile import settle_unknown_write
 from core.zk.session import Op, ZkSession, ZkWriteOutcomeUnknownError
 from core.zk.tree import ClusterTree
+from core.writes import (  # noqa: F401  (re-exported: what the pages and the CLI read a write's outcome with)
+    AS_RECORDED,
+    CANNOT_CANCEL,
+    IN_PROGRESS,
+    JAVA_LONG_MAX,
+    CancelFailedError,
+    Cancelled,
+    Executed,
+    RollbackThrottle,
+    Verified,
+    recorded_throttle,
+    rollback_throttle,
+)
 
 # ZooKeeper refuses a request larger than jute.maxbuffer (1 MiB by default).
 MAX_WRITE_BYTES = 1_000_000
-IN_PROGRESS = "There is an existing assignment running."
-CANNOT_CANCEL = ("A reassignment is running: cancel it first (Kafka 2.4+: the Reassign page's Cancel, or `python -m "
-                 "core cancel --bootstrap-server HOST:PORT`), or wait for it to finish, then execute the rollback; "
-                 "Kafka before 2.4 cannot cancel a running reassignment")
-
-
-JAVA_LONG_MAX = 2**63 - 1
 
 
 def _config_ops(tree: ClusterTree, path: str, entity: str, update: dict[str, str | None]) -> list[Op]:
@@ -120,17 +126,6 @@ def _multi(session: ZkSession, ops: list[Op]) -> None:
 
 
 # --- execute ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Executed:
-    action_id: int
-    partitions: int
-    moving: int
-    rollback: ReassignmentPlan
-    throttles: Throttles | None
-    warnings: tuple[str, ...]
-    rollback_throttle: RollbackThrottle | None = None  # a rollback's: the rate chosen and the one recorded
 
 
 def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster: str,
@@ -204,21 +199,6 @@ COMPLETE, IN_FLIGHT, NOT_AT_TARGET, GONE = (ReassignStatus.COMPLETE, ReassignSta
                                             ReassignStatus.NOT_AT_TARGET, ReassignStatus.GONE)
 
 
-@dataclass(frozen=True)
-class Verified:
-    partitions: tuple[PartitionStatus, ...]
-    throttles_removed: bool
-
-    @property
-    def complete(self) -> bool:
-        """Nothing left to wait for: every partition is at its target or no longer exists."""
-        return all(p.status.finished for p in self.partitions)
-
-    @property
-    def gone(self) -> tuple[PartitionStatus, ...]:
-        return tuple(p for p in self.partitions if p.status == GONE)
-
-
 def remove_throttles(session: ZkSession, topics: Iterable[str], snapshot: ClusterSnapshot,
                      tree: ClusterTree) -> bool:
     """Kafka's clearAllThrottles: the topics' throttled-replica lists and every broker's three rates.
@@ -269,44 +249,6 @@ def verify(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster:
 
 # --- rollback -------------------------------------------------------------------------------------
 
-AS_RECORDED = "as recorded"  # rollback's default throttle: the rate the reassignment it undoes ran with
-
-
-@dataclass(frozen=True)
-class RollbackThrottle:
-    """The rate a rollback runs with (None: unthrottled) and the rate the reassignment it undoes ran with.
-
-    By default they are the same: a rollback moves the same bytes back, and an unthrottled one on a large cluster
-    saturates the network the reassignment was throttled to spare. A reassignment that ran unthrottled is rolled
-    back unthrottled unless a rate is given."""
-
-    rate: int | None
-    recorded: int | None
-    action_id: int
-
-    def describe(self) -> str:
-        """E.g. "throttled at 2,000,000 B/s, the rate action #5 ran with"."""
-        rate = f"throttled at {self.rate:,} B/s" if self.rate else "unthrottled"
-        if self.rate == self.recorded:
-            return f"{rate}, the rate action #{self.action_id} ran with" if self.rate else \
-                f"{rate}, as action #{self.action_id} ran"
-        ran = f"at {self.recorded:,} B/s" if self.recorded else "unthrottled"
-        return f"{rate} (action #{self.action_id} ran {ran})"
-
-
-def recorded_throttle(action: Action) -> int | None:
-    """The throttle a recorded reassignment (or rollback) was executed with, None when it ran unthrottled."""
-    value = action.payload.get("throttle") if isinstance(action.payload, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def rollback_throttle(action: Action, throttle: int | None | str = AS_RECORDED) -> RollbackThrottle:
-    """The throttle of `action`'s rollback: `throttle` (None: unthrottled), by default (AS_RECORDED) the rate
-    `action` ran with."""
-    recorded = recorded_throttle(action)
-    return RollbackThrottle(recorded if throttle == AS_RECORDED else throttle, recorded, action.id)
-
-
 def _rollback_action(store: Store, action_id: int) -> Action:
     """The recorded reassignment `action_id`, with a rollback; ValidationError otherwise."""
     action = store.action(action_id)
@@ -355,10 +297,6 @@ def rollback(session: ZkSession, store: Store, action_id: int, *, cluster: str,
 # --- cancel (Kafka 2.4+, through the Admin API) ----------------------------------------------------
 
 
-class CancelFailedError(KeelError):
-    """Kafka refused to cancel the reassignment of some partitions (Kafka's --cancel wording)."""
-
-
 class ReassignmentAdmin(Protocol):
     """What `cancel` needs from Kafka's Admin API (core.kafka.admin.KafkaAdmin; a stub in unit tests)."""
 
@@ -367,18 +305,6 @@ class ReassignmentAdmin(Protocol):
     def reassignments(self, partitions: Iterable[tuple[str, int]] | None = None) -> Mapping[tuple[str, int], Any]: ...
 
     def cancel_reassignments(self, partitions: Iterable[tuple[str, int]]) -> Mapping[tuple[str, int], str | None]: ...
-
-
-@dataclass(frozen=True)
-class Cancelled:
-    action_id: int | None  # None when none of the partitions had a running reassignment
-    cancelled: tuple[tuple[str, int], ...]
-    not_running: tuple[tuple[str, int], ...]  # asked for, but no reassignment of theirs is running
-    # Kafka's cancel puts a partition back on its original replicas in the order of the reassignment's replica
-    # list (target first), which may not be the original order (so another preferred leader):
-    # (partition, order after the cancel, order before the reassignment, the reassignment's action id)
-    reordered: tuple[tuple[tuple[str, int], tuple[int, ...], tuple[int, ...], int], ...]
-    throttles_removed: bool
 
 
 def cancel(session: ZkSession, store: Store, admin: ReassignmentAdmin, *, cluster: str,

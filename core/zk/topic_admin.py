@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import uuid
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from core import zkformat as zf
@@ -47,13 +46,7 @@ from core.zk.reader import read_for_write, refuse_corrupt
 from core.zk.reconcile import settle_unknown_write
 from core.zk.session import Op, ZkSession, ZkWriteOutcomeUnknownError
 from core.zk.tree import ClusterTree
-
-
-@dataclass(frozen=True)
-class Applied:
-    action_id: int
-    summary: str
-    written: tuple[str, ...]  # the znode paths written, in order
+from core.writes import Applied, changed_meanwhile  # noqa: F401  (Applied re-exported)
 
 
 def live_state(session: ZkSession) -> tuple[ClusterSnapshot, ClusterTree]:
@@ -75,9 +68,7 @@ def refuse_unreadable(snapshot: ClusterSnapshot, name: str, action: str, *, conf
     refuse_corrupt(snapshot, paths, action)
 
 
-def _changed_meanwhile(what: str) -> str:
-    return (f"{what} changed while it was being written (another client wrote it first); nothing was written. "
-            "Try again.")
+_changed_meanwhile = changed_meanwhile
 
 
 def new_topic_id() -> str:

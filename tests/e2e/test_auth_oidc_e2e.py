@@ -22,6 +22,7 @@ from tests.e2e.test_e2e_chromium import (  # noqa: F401
     body_text,
     click_text,
     screenshot,
+    type_until,
     wait_for,
 )
 
@@ -121,10 +122,8 @@ def test_oidc_sign_in_roles_sign_out_and_audit(oidc_app, browser, tmp_path):
     wait_for(lambda: "Signed in as olaf@example.com (oidc)" in seen.body(), 45, "olaf signed in")
     assert "role: operator" in seen.body()
     browser.get(url + "/create_topic")
-    box = wait_for(lambda: browser.find_elements("css selector", "input[placeholder='e.g. orders.v1']"), 45,
-                   "the topic name")[0]
-    box.send_keys("made-by-olaf")
-    wait_for(lambda: "I have reviewed the placement of made-by-olaf" in seen.body(), 30, "the preview")
+    type_until(browser, "input[placeholder='e.g. orders.v1']", "made-by-olaf",
+               lambda: "I have reviewed the placement of made-by-olaf" in seen.body(), 60, "the preview")
     click_text(browser, "label", "I have reviewed the placement of made-by-olaf")
     click_text(browser, "button", "Create topic")
     wait_for(lambda: "Created topic made-by-olaf" in seen.body(), 30, "the topic to be created")

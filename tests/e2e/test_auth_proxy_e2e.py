@@ -19,6 +19,7 @@ from tests.e2e.test_e2e_chromium import (  # noqa: F401
     body_text,
     click_text,
     screenshot,
+    type_until,
     wait_for,
 )
 
@@ -64,10 +65,8 @@ def test_proxy_sign_in_and_forged_headers(proxied, browser, tmp_path):
     browser.get(proxy.url + "/create_topic")
     wait_for(lambda: "Signed in as pat@example.com (proxy)" in body(browser), 45, "pat signed in")
     assert "groups kafka-sre, ops" in body(browser) and "role: operator" in body(browser)
-    box = wait_for(lambda: browser.find_elements("css selector", "input[placeholder='e.g. orders.v1']"), 45,
-                   "the topic name")[0]
-    box.send_keys("made-by-pat")
-    wait_for(lambda: "I have reviewed the placement of made-by-pat" in body(browser), 30, "the preview")
+    type_until(browser, "input[placeholder='e.g. orders.v1']", "made-by-pat",
+               lambda: "I have reviewed the placement of made-by-pat" in body(browser), 60, "the preview")
     click_text(browser, "label", "I have reviewed the placement of made-by-pat")
     click_text(browser, "button", "Create topic")
     wait_for(lambda: "Created topic made-by-pat" in body(browser), 30, "the topic to be created")

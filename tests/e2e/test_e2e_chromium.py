@@ -86,6 +86,29 @@ def wait_for(predicate, timeout: float, what: str):
         time.sleep(0.25)
 
 
+def type_until(driver, selector: str, text: str, shown, timeout: float, what: str):
+    """Type `text` into the field at `selector` once the page is idle, then wait for `shown()`. A rerun that
+    lands while the page is still drawing itself can remount the field and drop the keys (seen under three test
+    workers), so the keys are typed again, at most twice more, when the field no longer holds them."""
+    deadline = time.monotonic() + timeout
+    for _ in range(3):
+        wait_for(lambda: driver.execute_script(
+            "return !document.querySelector('[data-testid=stStatusWidget]')"), 45, "the page to be idle")
+        box = wait_for(lambda: driver.find_elements("css selector", selector), 45, what)[0]
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(text)
+        while time.monotonic() < deadline:
+            if shown():
+                return
+            fields = driver.find_elements("css selector", selector)
+            if not fields or fields[0].get_attribute("value") != text:
+                break  # remounted: type again
+            time.sleep(0.25)
+        else:
+            break
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
 def screenshot(driver, tmp_path: Path, name: str) -> Path:
     path = tmp_path / f"{name}.png"
     driver.save_screenshot(str(path))

@@ -1,0 +1,132 @@
+"""What a write returns and says, whichever way it reached the cluster: through ZooKeeper (core.zk.topic_admin,
+reassign_writes, election_writes) or through the brokers' Admin API (core.kafka.topic_writes, reassign_writes,
+election_writes). The two engines share these results, messages and the rollback-throttle rule, so the pages and
+the CLI draw and print a write the same way for a ZooKeeper-mode cluster and a KRaft one. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.elections import Selection
+from core.plans import PartitionStatus, ReassignmentPlan, Throttles
+from core.errors import KeelError
+
+if TYPE_CHECKING:
+    from core.audit.store import Action
+
+# Kafka's own words (ReassignPartitionsCommand) for a second reassignment while one runs.
+IN_PROGRESS = "There is an existing assignment running."
+CANNOT_CANCEL = ("A reassignment is running: cancel it first (Kafka 2.4+: the Reassign page's Cancel, or `python -m "
+                 "core cancel --bootstrap-server HOST:PORT`), or wait for it to finish, then execute the rollback; "
+                 "Kafka before 2.4 cannot cancel a running reassignment")
+JAVA_LONG_MAX = 2**63 - 1
+
+
+def changed_meanwhile(what: str) -> str:
+    return (f"{what} changed while it was being written (another client wrote it first); nothing was written. "
+            "Try again.")
+
+
+# --- topics ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Applied:
+    action_id: int
+    summary: str
+    written: tuple[str, ...]  # what was written, in order: znode paths, or Admin API requests ("CreateTopics orders")
+
+
+# --- elections -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Triggered:
+    action_id: int
+    selection: Selection
+
+
+# --- reassignments -------------------------------------------------------------------------------------------------
+
+AS_RECORDED = "as recorded"  # rollback's default throttle: the rate the reassignment it undoes ran with
+
+
+@dataclass(frozen=True)
+class RollbackThrottle:
+    """The rate a rollback runs with (None: unthrottled) and the rate the reassignment it undoes ran with.
+
+    By default they are the same: a rollback moves the same bytes back, and an unthrottled one on a large cluster
+    saturates the network the reassignment was throttled to spare. A reassignment that ran unthrottled is rolled
+    back unthrottled unless a rate is given."""
+
+    rate: int | None
+    recorded: int | None
+    action_id: int
+
+    def describe(self) -> str:
+        """E.g. "throttled at 2,000,000 B/s, the rate action #5 ran with"."""
+        rate = f"throttled at {self.rate:,} B/s" if self.rate else "unthrottled"
+        if self.rate == self.recorded:
+            return f"{rate}, the rate action #{self.action_id} ran with" if self.rate else \
+                f"{rate}, as action #{self.action_id} ran"
+        ran = f"at {self.recorded:,} B/s" if self.recorded else "unthrottled"
+        return f"{rate} (action #{self.action_id} ran {ran})"
+
+
+def recorded_throttle(action: "Action") -> int | None:
+    """The throttle a recorded reassignment (or rollback) was executed with, None when it ran unthrottled."""
+    value = action.payload.get("throttle") if isinstance(action.payload, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def rollback_throttle(action: "Action", throttle: int | None | str = AS_RECORDED) -> RollbackThrottle:
+    """The throttle of `action`'s rollback: `throttle` (None: unthrottled), by default (AS_RECORDED) the rate
+    `action` ran with."""
+    recorded = recorded_throttle(action)
+    return RollbackThrottle(recorded if throttle == AS_RECORDED else throttle, recorded, action.id)
+
+
+@dataclass(frozen=True)
+class Executed:
+    action_id: int
+    partitions: int
+    moving: int
+    rollback: ReassignmentPlan
+    throttles: Throttles | None
+    warnings: tuple[str, ...]
+    rollback_throttle: RollbackThrottle | None = None  # a rollback's: the rate chosen and the one recorded
+
+
+@dataclass(frozen=True)
+class Verified:
+    partitions: tuple[PartitionStatus, ...]
+    throttles_removed: bool
+
+    @property
+    def complete(self) -> bool:
+        """Nothing left to wait for: every partition is at its target or no longer exists."""
+        return all(p.status.finished for p in self.partitions)
+
+    @property
+    def gone(self) -> tuple[PartitionStatus, ...]:
+        from core.plans import ReassignStatus
+
+        return tuple(p for p in self.partitions if p.status == ReassignStatus.GONE)
+
+
+class CancelFailedError(KeelError):
+    """Kafka refused to cancel the reassignment of some partitions (Kafka's --cancel wording)."""
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    action_id: int | None  # None when none of the partitions had a running reassignment
+    cancelled: tuple[tuple[str, int], ...]
+    not_running: tuple[tuple[str, int], ...]  # asked for, but no reassignment of theirs is running
+    # Kafka's cancel puts a partition back on its original replicas in the order of the reassignment's replica
+    # list (target first), which may not be the original order (so another preferred leader):
+    # (partition, order after the cancel, order before the reassignment, the reassignment's action id)
+    reordered: tuple[tuple[tuple[str, int], tuple[int, ...], tuple[int, ...], int], ...]
+    throttles_removed: bool
