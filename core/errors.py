@@ -48,10 +48,6 @@ class MigrationInProgressError(KRaftControllerError):
     every write is refused, whatever the front end, until it is finished or rolled back."""
 
 
-class KraftWritesError(KeelError):
-    """A write to a cluster Keel reads through its brokers only (KRaft): not supported yet, nothing written."""
-
-
 # --- payloads -------------------------------------------------------------------------------
 
 

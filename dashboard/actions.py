@@ -79,7 +79,7 @@ def _check(cfg: KeelConfig, action: str, needs: access.Role | None) -> access.De
 def _admit(cfg: KeelConfig, action: str, needs: access.Role | None, who: access.Identity) -> gate.Admission:
     """core.policy.gate at click time: the role against keel.toml as it is *now* (re-read: an instance switched to
     read-only, or a role taken away, refuses a click on a page that was open before) and the cluster's migration
-    state read from ZooKeeper now, not the banner's cache. Refusals are recorded by the gate."""
+    state read from ZooKeeper (or, for KRaft, its controller quorum from the brokers) now, not the banner's cache. Refusals are recorded by the gate."""
     from core.zk.migration_state import ZkClusterProbe
 
     cluster = frame.selected_cluster(cfg)
@@ -88,8 +88,10 @@ def _admit(cfg: KeelConfig, action: str, needs: access.Role | None, who: access.
     target = gate.Target.named(cluster.name, snap.cluster_id if snap is not None else None)
     common = dict(needs=needs, exposed=identity.exposed(), store=store())
     gate.admit(who, cfg, target, action, **common)  # as drawn: a stale page never grants more than it showed
-    if cluster.through_brokers:
-        probe = gate.ThroughBrokersProbe(cluster.name, target.cluster_id)
+    if cluster.through_brokers:  # the controller quorum, asked through the brokers now
+        from core.kafka.probe import BrokersProbe
+
+        probe = BrokersProbe(conn.write_session())
     else:
         probe = ZkClusterProbe(live.session) if live is not None else None
     return gate.admit(who, frame.config(), target, action, probe=probe, **common)

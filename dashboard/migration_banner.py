@@ -51,14 +51,8 @@ def status(conn: Connection) -> MigrationStatus | None:
 
 
 def block_text(conn: Connection) -> str | None:
-    """Why ZooKeeper writes are disabled on this cluster (plain text), or None."""
-    if conn.cluster.through_brokers:
-        from core.policy.gate import ThroughBrokersProbe
-
-        try:
-            ThroughBrokersProbe(conn.cluster.name).refuse_writes()
-        except KeelError as e:
-            return e.message
+    """Why ZooKeeper writes are disabled on this cluster (plain text), or None. A cluster read through its brokers
+    (KRaft) is written through them: the gate asks its controller quorum at click time (core.kafka.probe)."""
     s = status(conn)
     if s is not None:
         return s.write_block_reason

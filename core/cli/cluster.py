@@ -45,9 +45,11 @@ def format_describe(snapshot: ClusterSnapshot, with_topic_lines: bool) -> str:
 
 
 def add_min_isr_options(p: argparse.ArgumentParser, what: str) -> None:
-    """--bootstrap-server (+ --command-config, --kafka-timeout) and --min-isr-default, for `what`."""
-    add_bootstrap_option(p, f"the brokers, to read their own settings (server.properties: min.insync.replicas) for "
-                            f"{what}; without it they are unknown and --min-isr-default (else 1) is assumed")
+    """--bootstrap-server (+ --command-config, --kafka-timeout) and --min-isr-default, for `what`. A write command
+    already has --bootstrap-server (core.cli.common.add_cluster_options): the same brokers are read then."""
+    if "--bootstrap-server" not in p._option_string_actions:
+        add_bootstrap_option(p, f"the brokers, to read their own settings (server.properties: min.insync.replicas) "
+                                f"for {what}; without it they are unknown and --min-isr-default (else 1) is assumed")
     p.add_argument("--min-isr-default", type=whole, metavar="N",
                    help="the brokers' static min.insync.replicas (server.properties), assumed where Keel cannot read "
                         "it (no --bootstrap-server, or a broker that does not answer); topic overrides and dynamic "

@@ -22,6 +22,7 @@ from core.errors import KeelError, SecretError, ValidationError
 
 if TYPE_CHECKING:
     from core.audit.store import Store
+    from core.kafka.admin import KafkaAdmin
     from core.zk.session import ZkSession
 
 
@@ -238,12 +239,36 @@ WRITE_COMMANDS = {"create-topic": "create-topic", "add-partitions": "add-partiti
 
 @dataclass(frozen=True)
 class Writing:
-    """What a write command works with: the session, the audit store (None for a dry run, which writes nothing
-    anywhere) and the name the store records the cluster under."""
+    """What a write command works with: ZooKeeper's session (--zk) or, for a cluster reached through its brokers
+    only (--bootstrap-server without --zk: KRaft), their Admin API; the audit store (None for a dry run, which
+    writes nothing anywhere) and the name the store records the cluster under. `handle` is the one of the two the
+    engine writes through (core.cluster.engines picks the engine by it)."""
 
-    session: ZkSession
+    session: ZkSession | None
     store: Store | None
     cluster: str
+    admin: KafkaAdmin | None = None
+
+    @property
+    def handle(self) -> ZkSession | KafkaAdmin:
+        return self.session if self.session is not None else self.admin
+
+
+def add_cluster_options(p: argparse.ArgumentParser, bootstrap_help: str | None = None) -> None:
+    """--zk (ZooKeeper mode) or --bootstrap-server (the brokers' Admin API, KRaft included): a write command takes
+    either; core.cli.common.write_session says which one it got."""
+    add_zk_options(p, required=False)
+    add_bootstrap_option(p, bootstrap_help or "the brokers' Admin API, HOST:PORT[,HOST:PORT]: the cluster without "
+                                              "--zk (KRaft), written through its brokers")
+
+
+def _through_brokers(args: argparse.Namespace) -> bool:
+    if getattr(args, "zk", None) is not None:  # given, even empty: the session says what is wrong with it
+        return False
+    if getattr(args, "bootstrap_server", None):
+        return True
+    raise UsageError("give the cluster: --zk CONNECT (ZooKeeper mode) or --bootstrap-server HOST:PORT "
+                     "(the brokers' Admin API: any cluster, KRaft included)")
 
 
 @lru_cache(maxsize=256)
@@ -281,9 +306,18 @@ def write_session(args: argparse.Namespace) -> Iterator[Writing]:
     (however spelled), and the cluster's migration state read now. A refusal is recorded; actions an
     interrupted run left pending on this cluster are settled; what the write records names actor, role and the
     cluster's id. A --dry-run only opens ZooKeeper: it writes nothing, not even the audit store."""
+    brokers = _through_brokers(args)
     if getattr(args, "dry_run", False):
+        if brokers:
+            with kafka_admin(args, "reading the cluster") as admin:
+                yield Writing(None, None, getattr(args, "cluster", None) or args.bootstrap_server, admin)
+            return
         with zk_session(args) as session:
             yield Writing(session, None, getattr(args, "cluster", None) or args.zk)
+        return
+    if brokers:
+        with _brokers_write_session(args) as w:
+            yield w
         return
     from core.policy import access, gate
     from core.policy.config import ConfigError, load_cli_config
@@ -314,6 +348,40 @@ def write_session(args: argparse.Namespace) -> Iterator[Writing]:
         _settle_pending(session, store, target)
         with gate.acting(admission, who):
             yield Writing(session, store, target.label)
+
+
+@contextmanager
+def _brokers_write_session(args: argparse.Namespace) -> Iterator[Writing]:
+    """write_session for a cluster reached through its brokers: the same gate, its cluster id and state read from
+    the brokers (core.kafka.probe). Nothing to settle: an Admin API write is answered or reported unknown then."""
+    from core.audit.store import Store, default_actor
+    from core.kafka.probe import BrokersProbe
+    from core.policy import access, gate
+    from core.policy.config import ConfigError, load_cli_config
+
+    command = args.command
+    who = access.cli_identity(default_actor())
+    named = getattr(args, "cluster", None)
+    store = Store(getattr(args, "store", None))
+    boot = args.bootstrap_server
+    try:
+        config = load_cli_config()
+    except ConfigError as e:
+        e.message += f"; refusing to {command}: keel.toml's read_only and roles would not apply (nothing was written)"
+        gate.refuse(who, e, gate.identify(None, bootstrap=boot, named=named, resolve=resolve_host), command, store)
+        raise
+    with kafka_admin(args, command) as admin:
+        probe = BrokersProbe(admin)
+        cluster_id = probe.cluster_id()
+        try:
+            target = gate.identify(config, bootstrap=boot, named=named, resolve=resolve_host, cluster_id=cluster_id,
+                                   recorded=store.cluster_names)
+        except ValidationError as e:
+            gate.refuse(who, e, gate.identify(None, bootstrap=boot, resolve=resolve_host), command, store)
+            raise
+        admission = gate.admit(who, config, target, WRITE_COMMANDS[command], what=command, probe=probe, store=store)
+        with gate.acting(admission, who):
+            yield Writing(None, store, target.label, admin)
 
 
 def _settle_pending(session: ZkSession, store: Store, target) -> None:

@@ -39,11 +39,14 @@ def _print_selection(selection) -> None:
 def cmd_elect(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
     from core.plans import format_election
-    from core.zk.election_writes import plan_election, trigger, wait_for_outcome
+    from core.cluster import engines
 
     scope = _scope(args)
     with write_session(args) as w:
-        session = w.session
+        session = w.handle
+        plan_election, trigger, wait_for_outcome = (engines.elections(session).plan_election,
+                                                    engines.elections(session).trigger,
+                                                    engines.elections(session).wait_for_outcome)
         if args.dry_run:
             _, selection = plan_election(session, **scope)
             _print_selection(selection)
@@ -51,7 +54,9 @@ def cmd_elect(args: argparse.Namespace) -> int:
             return 0
         done = trigger(session, w.store, cluster=w.cluster, **scope)
         _print_selection(done.selection)
-        print(f"wrote /admin/preferred_replica_election: {format_election(done.selection.partitions)}")
+        how = "asked the controller (ElectLeaders)" if engines.through_brokers(session) else \
+            "wrote /admin/preferred_replica_election"
+        print(f"{how}: {format_election(done.selection.partitions)}")
         if args.no_wait:
             return 0
         finished, results = wait_for_outcome(session, done.selection.partitions, timeout=args.timeout)
@@ -65,10 +70,10 @@ def cmd_elect(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from core.cli.common import add_zk_options
+    from core.cli.common import add_cluster_options
 
     p = sub.add_parser("elect", help="preferred-leader election (all, a topic, a broker, or partitions from JSON)")
-    add_zk_options(p)
+    add_cluster_options(p)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--all", action="store_true", help="every partition")
     which.add_argument("--topic", metavar="T", help="the partitions of one topic")

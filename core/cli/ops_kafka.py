@@ -128,15 +128,18 @@ def cmd_log_dirs_execute(args: argparse.Namespace) -> int:
                       what="reassignment", why="a plan of every partition of a large cluster is ~20 MiB")
     if args.dry_run:
         return _log_dirs_dry_run(args, text, snapshot_from_args(args))
-    if not getattr(args, "zk", None):
-        raise ValidationError("log-dirs-execute needs --zk CONNECT: every write is checked against the cluster's "
-                              "live state (a ZooKeeper -> KRaft migration) and keel.toml's roles on that cluster")
+    if getattr(args, "zk", None) == "":
+        raise ValidationError("log-dirs-execute needs a cluster: --zk CONNECT (ZooKeeper mode), or no --zk for a "
+                              "cluster read through the brokers alone (KRaft)")
     from core.cli.common import write_session
+    from core.cluster import engines
     from core.kafka.jbod import execute, wait_moved
-    from core.zk.reader import read_snapshot
 
+    # the gate checks the cluster's live state (a ZooKeeper -> KRaft migration, the KRaft quorum) and keel.toml's
+    # roles on it, whichever way it is reached
     with write_session(args) as w, kafka_admin(args, "moving replicas between log dirs") as admin:
-        moves = execute(admin, w.store, text, read_snapshot(w.session), cluster=w.cluster)
+        moves = execute(admin, w.store, text, engines.live_snapshot(w.handle, states=True),
+                        cluster=w.cluster)
         for n in moves.notes:
             print(f"note: {n}", file=sys.stderr)
         if not moves.requests:

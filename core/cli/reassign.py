@@ -4,8 +4,9 @@
 the Reassign page plans on the same), and writes Kafka's reassignment JSON plus an optional report of the metrics;
 `plan --import FILE` validates and scores a plan made elsewhere with the same report. Partition sizes come from
 a kafka-log-dirs file (`--sizes`) or from the brokers (`--bootstrap-server`, the Admin API's describeLogDirs).
-`execute`, `verify` and `rollback` act through core.zk.reassign_writes; `cancel` (Kafka 2.4+) through the Admin API
-(core.kafka) and then ZooKeeper for the throttles.
+`execute`, `verify` and `rollback` act through ZooKeeper (--zk: core.zk.reassign_writes) or, without --zk, through
+the brokers' Admin API (--bootstrap-server, KRaft: core.kafka.reassign_writes); `cancel` (Kafka 2.4+) always through
+the Admin API, then the throttles through ZooKeeper or the same Admin API.
 """
 
 from __future__ import annotations
@@ -155,13 +156,13 @@ def _plan_file(path: str):
 
 def cmd_execute(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
-    from core.zk.reassign_writes import execute
-
+    from core.cluster import engines
     from core.errors import RiskNotAcceptedError
 
     plan = _plan_file(args.reassignment_json_file)
     with write_session(args) as w:
-        session, store = w.session, w.store
+        session, store = w.handle, w.store
+        execute = engines.reassignments(session).execute
         try:
             done = execute(session, store, plan, cluster=w.cluster, throttle=args.throttle)
         except RiskNotAcceptedError as e:
@@ -193,7 +194,9 @@ def rollback_command(args: argparse.Namespace, action_id: int) -> str:
     """The rollback of `action_id`, shell-quoted, with the --zk, --cluster and --store execute was given."""
     import shlex
 
-    argv = ["python", "-m", "core", "rollback", "--zk", args.zk, "--action", str(action_id)]
+    where = ["--zk", args.zk] if getattr(args, "zk", None) is not None else ["--bootstrap-server",
+                                                                            args.bootstrap_server]
+    argv = ["python", "-m", "core", "rollback", *where, "--action", str(action_id)]
     for option, value in (("--cluster", args.cluster), ("--store", args.store)):
         if value:
             argv += [option, value]
@@ -202,11 +205,13 @@ def rollback_command(args: argparse.Namespace, action_id: int) -> str:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
-    from core.zk.reassign_writes import COMPLETE, GONE, verify
+    from core.cluster import engines
+    from core.plans import ReassignStatus
 
+    COMPLETE, GONE = ReassignStatus.COMPLETE, ReassignStatus.GONE
     plan = _plan_file(args.reassignment_json_file)
     with write_session(args) as w:
-        result = verify(w.session, w.store, plan, cluster=w.cluster)
+        result = engines.reassignments(w.handle).verify(w.handle, w.store, plan, cluster=w.cluster)
     print("Status of partition reassignment:")
     for p in result.partitions:
         line = f"Reassignment of partition {p.topic}-{p.partition} is {p.status}."
@@ -223,11 +228,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
-    from core.zk.reassign_writes import AS_RECORDED, rollback
+    from core.cluster import engines
+    from core.writes import AS_RECORDED
 
     throttle = None if args.no_throttle else AS_RECORDED if args.throttle is None else args.throttle
     with write_session(args) as w:
-        done = rollback(w.session, w.store, args.action, cluster=w.cluster, throttle=throttle)
+        done = engines.reassignments(w.handle).rollback(w.handle, w.store, args.action, cluster=w.cluster,
+                                                        throttle=throttle)
     print(f"Successfully started the rollback of action {args.action}: {done.partitions} partitions "
           f"(action {done.action_id})")
     chosen = done.rollback_throttle
@@ -245,8 +252,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from core.cli.common import kafka_admin, write_session
+    from core.cluster import engines
     from core.plans import format_reassignment
-    from core.zk.reassign_writes import cancel
 
     if not args.bootstrap_server:
         raise ValidationError("cancel needs Kafka's Admin API (Kafka 2.4+): give --bootstrap-server "
@@ -254,8 +261,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
                               hint="without it: wait for the reassignment to finish (verify), then roll it back")
     partitions = None if args.all else list(_plan_file(args.reassignment_json_file).assignment())
     with write_session(args) as w, kafka_admin(args, "cancel") as admin:
-        done = cancel(w.session, w.store, admin, cluster=w.cluster, partitions=partitions,
-                      preserve_throttles=args.preserve_throttles)
+        done = engines.cancel(w.handle, w.store, admin, cluster=w.cluster, partitions=partitions,
+                              preserve_throttles=args.preserve_throttles)
     if done.cancelled:
         print(f"Successfully cancelled partition reassignment{'s' if len(done.cancelled) > 1 else ''} for: "
               + ",".join(f"{t}-{p}" for t, p in done.cancelled) + f" (action {done.action_id})")
@@ -277,7 +284,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     from core.balance import STRATEGIES
-    from core.cli.common import add_bootstrap_option, add_zk_options
+    from core.cli.common import add_bootstrap_option, add_cluster_options, add_zk_options
 
     p = sub.add_parser("plan", help="compute a reassignment plan (Kafka's reassignment JSON)")
     add_zk_options(p, required=False)
@@ -310,7 +317,7 @@ def register(sub) -> None:
     for name, fn, helptext in (("execute", cmd_execute, "start a reassignment (kafka-reassign-partitions --execute)"),
                                ("verify", cmd_verify, "check a reassignment; removes throttles once complete")):
         p = sub.add_parser(name, help=helptext)
-        add_zk_options(p)
+        add_cluster_options(p)
         p.add_argument("--reassignment-json-file", required=True, metavar="F")
         if name == "execute":
             p.add_argument("--throttle", type=whole, metavar="BYTES_PER_S", help="replication throttle")
@@ -328,7 +335,7 @@ def register(sub) -> None:
                                    "reassignment is running. The rollback is throttled at the rate the reassignment "
                                    "ran with unless --throttle or --no-throttle says otherwise; verify removes the "
                                    "throttle once it is complete.")
-    add_zk_options(p)
+    add_cluster_options(p)
     p.add_argument("--action", type=whole, required=True, metavar="ID",
                    help="the reassignment's action id (printed by execute; History lists them)")
     rate = p.add_mutually_exclusive_group()
@@ -350,8 +357,9 @@ def register(sub) -> None:
                                    "with no target, Kafka 2.4+): each partition goes back to its original replicas. "
                                    "Then the throttles are removed, as Kafka's --cancel does, unless "
                                    "--preserve-throttles.")
-    add_zk_options(p)
-    add_bootstrap_option(p, "the brokers' Admin API, required: ZooKeeper alone cannot cancel")
+    add_zk_options(p, required=False)
+    add_bootstrap_option(p, "the brokers' Admin API, required: ZooKeeper alone cannot cancel (without --zk: the "
+                            "cluster is written through them alone, KRaft)")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--reassignment-json-file", metavar="F", help="cancel the partitions of this plan")
     which.add_argument("--all", action="store_true", help="cancel every running reassignment")

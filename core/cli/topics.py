@@ -1,7 +1,8 @@
 """Topic commands of `python -m core`: create-topic, add-partitions, alter-config, delete-topic.
 
 Each previews with --dry-run (nothing is written anywhere: not ZooKeeper, not the action history) and otherwise
-applies through core.zk.topic_admin, which re-validates against live state and records the action in the store.
+applies through core.zk.topic_admin (--zk) or core.kafka.topic_writes (--bootstrap-server without --zk: KRaft), which
+re-validates against live state and records the action in the store.
 create-topic prints the placement it writes (or would write), one line per partition, and how it was chosen: a
 random draw (Kafka's start index) prints the --seed that places the replicas the same way again.
 """
@@ -29,9 +30,9 @@ def _config_pairs(items: list[str] | None) -> dict[str, str]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from core.cli.common import add_zk_options
+    from core.cli.common import add_cluster_options
 
-    add_zk_options(p)
+    add_cluster_options(p)
     p.add_argument("--dry-run", action="store_true", help="show what would be written; write nothing")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history (default: the connect string)")
     p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
@@ -88,12 +89,12 @@ def cmd_create_topic(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
     from core.cli.io import naming_problems
     from core.topics import draft_create_topic, kafka_topics_command
-    from core.zk.topic_admin import create_topic, live_state, refuse_unreadable
+    from core.cluster import engines
 
     seed = _placement_seed(args)
     with write_session(args) as w:
-        snap, _ = live_state(w.session)
-        refuse_unreadable(snap, args.topic, f"create topic {args.topic}")
+        snap = engines.live_snapshot(w.handle)
+        engines.refuse_unreadable(w.handle, snap, args.topic, f"create topic {args.topic}")
         defaults = broker_defaults_from_args(args, snap.alive_broker_ids)  # the brokers' min.insync.replicas
         with naming_problems(snap):
             draft = draft_create_topic(
@@ -116,8 +117,8 @@ def cmd_create_topic(args: argparse.Namespace) -> int:
                 print("would be refused without --accept-risk (see the warnings)", file=sys.stderr)
             return 0
         accepted = _accepted_risks(draft.risks, args)
-        done = create_topic(w.session, w.store, draft, cluster=w.cluster, accept_risks=accepted,
-                            defaults=defaults)
+        done = engines.topics(w.handle).create_topic(w.handle, w.store, draft, cluster=w.cluster,
+                                                     accept_risks=accepted, defaults=defaults)
     print(done.summary)
     # create_topic writes the draft's placement as an explicit assignment: this is what the topic node holds
     print(_assignment_lines(draft.assignment))
@@ -130,11 +131,11 @@ def cmd_add_partitions(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
     from core.cli.io import naming_problems
     from core.topics import draft_add_partitions
-    from core.zk.topic_admin import add_partitions, live_state, refuse_unreadable
+    from core.cluster import engines
 
     with write_session(args) as w:
-        snap, _ = live_state(w.session)
-        refuse_unreadable(snap, args.topic, f"add partitions to topic {args.topic}")
+        snap = engines.live_snapshot(w.handle)
+        engines.refuse_unreadable(w.handle, snap, args.topic, f"add partitions to topic {args.topic}")
         with naming_problems(snap):
             draft = draft_add_partitions(snap, args.topic, args.partitions,
                                          replica_assignment=args.replica_assignment)
@@ -144,7 +145,7 @@ def cmd_add_partitions(args: argparse.Namespace) -> int:
             print(f"would grow {draft.name} from {draft.old_total} to {draft.new_total} partitions:")
             print(_assignment_lines(draft.new_assignment))
             return 0
-        done = add_partitions(w.session, w.store, draft, cluster=w.cluster)
+        done = engines.topics(w.handle).add_partitions(w.handle, w.store, draft, cluster=w.cluster)
     print(done.summary)
     return 0
 
@@ -152,13 +153,14 @@ def cmd_add_partitions(args: argparse.Namespace) -> int:
 def cmd_alter_config(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
     from core.topics import draft_alter_config
-    from core.zk.topic_admin import alter_config, live_state, refuse_unreadable
+    from core.cluster import engines
 
     sets = _config_pairs(args.add_config)
     deletes = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
     with write_session(args) as w:
-        snap, _ = live_state(w.session)
-        refuse_unreadable(snap, args.topic, f"alter the config of topic {args.topic}", config=True)
+        snap = engines.live_snapshot(w.handle)
+        engines.refuse_unreadable(w.handle, snap, args.topic, f"alter the config of topic {args.topic}",
+                                  config=True)
         defaults = broker_defaults_from_args(args, snap.alive_broker_ids)  # the brokers' min.insync.replicas
         draft = draft_alter_config(snap, args.topic, set=sets, delete=deletes, defaults=defaults)
         _show_risks(draft.risks, args.accept_risk)
@@ -169,8 +171,8 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
                 print("would be refused without --accept-risk (see the warnings)", file=sys.stderr)
             return 0
         accepted = _accepted_risks(draft.risks, args)
-        done = alter_config(w.session, w.store, args.topic, sets, deletes, cluster=w.cluster,
-                            accept_risks=accepted, defaults=defaults)
+        done = engines.topics(w.handle).alter_config(w.handle, w.store, args.topic, sets, deletes,
+                                                     cluster=w.cluster, accept_risks=accepted, defaults=defaults)
     print(done.summary)
     return 0
 
@@ -178,16 +180,16 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
 def cmd_delete_topic(args: argparse.Namespace) -> int:
     from core.cli.common import write_session
     from core.topics import draft_delete_topic
-    from core.zk.topic_admin import delete_topic, live_state, refuse_unreadable
+    from core.cluster import engines
 
     with write_session(args) as w:
-        snap, _ = live_state(w.session)
-        refuse_unreadable(snap, args.topic, f"delete topic {args.topic}")
+        snap = engines.live_snapshot(w.handle)
+        engines.refuse_unreadable(w.handle, snap, args.topic, f"delete topic {args.topic}")
         draft = draft_delete_topic(snap, args.topic)
         if args.dry_run:
             print(f"would mark {draft.name} for deletion ({draft.partitions} partitions, {draft.replicas} replicas)")
             return 0
-        done = delete_topic(w.session, w.store, args.topic, cluster=w.cluster)
+        done = engines.topics(w.handle).delete_topic(w.handle, w.store, args.topic, cluster=w.cluster)
     print(done.summary)
     for warning in draft.warnings:
         print(warning, file=sys.stderr)

@@ -66,6 +66,7 @@ class PolledCluster:
         self._generation = 0
         self._changed = threading.Condition()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # poll_now(): a write just landed, read it without waiting out the interval
         self._thread: threading.Thread | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -79,6 +80,7 @@ class PolledCluster:
     def stop(self) -> None:
         self.status = "stopped"
         self._stop.set()
+        self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=self.admin.timeout + self.interval + 5)
 
@@ -88,8 +90,16 @@ class PolledCluster:
         return max(self.interval, READ_SHARE_FACTOR * self.last_read_seconds)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.effective_interval):
+        while True:
+            self._wake.wait(self.effective_interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             self._poll(raise_errors=False)
+
+    def poll_now(self) -> None:
+        """Read the cluster again now rather than at the next interval (after a write Keel made)."""
+        self._wake.set()
 
     def _poll(self, *, raise_errors: bool) -> None:
         started = time.monotonic()

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 from core.policy import access
-from core.errors import (ConnectStringError, CorruptZnodeError, KeelError, KRaftControllerError, KraftWritesError,
-                         ValidationError)
+from core.errors import (ConnectStringError, CorruptZnodeError, KeelError, KRaftControllerError, ValidationError)
 from core.kafka.bootstrap import parse_bootstrap, same_brokers
 from core.zk.settings import ConnectString, Resolver, parse_connect_string, same_zookeeper
 
@@ -46,24 +45,6 @@ class ClusterProbe(Protocol):
 
     def refuse_writes(self) -> None:
         """Raise (MigrationInProgressError, CorruptZnodeError) when the cluster's state forbids writing now."""
-
-
-@dataclass(frozen=True)
-class ThroughBrokersProbe:
-    """A cluster Keel reads through its brokers only (KRaft, keel.toml without zk): Keel does not write to it yet,
-    whatever the role. (The Admin API writes of issue 26 replace this with a probe that reads the brokers.)"""
-
-    name: str
-    id: str | None = None
-
-    def cluster_id(self) -> str | None:
-        return self.id
-
-    def refuse_writes(self) -> None:
-        raise KraftWritesError(
-            f"cluster {self.name} is read through its brokers (KRaft, no ZooKeeper): Keel does not write to it "
-            "yet; nothing was written",
-            hint="use Kafka's own tools (kafka-topics, kafka-reassign-partitions, kafka-leader-election) for now")
 
 
 @dataclass(frozen=True)
@@ -126,7 +107,7 @@ def identify(config: "KeelConfig | None", *, zk: str | None = None, bootstrap: s
             return Target(named, (named,), f"--cluster {named}", cluster_id)
         given = f"--zk {zk}" if zk_cs is not None else f"--bootstrap-server {bootstrap}"
         raise ValidationError(
-            f"--cluster {named} is {config.clusters[named].zk} in {config.path or 'keel.toml'}, but {given} reaches "
+            f"--cluster {named} is {config.clusters[named].zk or config.clusters[named].bootstrap} in {config.path or 'keel.toml'}, but {given} reaches "
             "another cluster: nothing was written",
             hint=f"give {named}'s own connect string, or drop --cluster (its role on {named} does not carry over)")
     matches = tuple(n for n in config.clusters if reaches(n)) or tuple(dict.fromkeys(by_id))

@@ -98,6 +98,7 @@ class Connection:
         self._derived_lock = threading.Lock()
         self.computed: Counter[str] = Counter()  # derived values computed, per name (tests and benches read it)
         self._memo: dict[str, dict] = {}
+        self._write_admin = None  # KafkaAdmin of the writes to a cluster read through its brokers
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -148,6 +149,10 @@ class Connection:
             late, self.live = self.live, None
         if late is not None:
             _stop_live(late)
+        with self._lock:
+            admin, self._write_admin = self._write_admin, None
+        if admin is not None:
+            admin.close()
 
     def _attempt(self, replacing: bool) -> None:
         if self.cluster.through_brokers:
@@ -317,13 +322,13 @@ class Connection:
         return (id(live), live.generation, live.status, live.error, self.phase, self.error, self.reconnecting,
                 self.disconnected_at, self.resync_notice() is not None)
 
-    def write_session(self) -> ZkSession:
-        """The live view's ZooKeeper session, for the writes of the action pages (core.zk.topic_admin,
-        core.zk.election_writes): they re-read live state through it before writing. Refused unless connected."""
+    def write_session(self):
+        """What the action pages write through (core.cluster.engines picks the engine by it): the live view's
+        ZooKeeper session, or for a cluster read through its brokers a KafkaAdmin of this connection's own (the
+        poller keeps its client to itself). The engines re-read live state through it before writing. Refused
+        unless the view is connected."""
         if self.cluster.through_brokers:
-            from core.policy.gate import ThroughBrokersProbe
-
-            ThroughBrokersProbe(self.cluster.name).refuse_writes()
+            return self._brokers_for_writes()
         live = self.live
         if live is not None and live.status == "resyncing":
             raise ZooKeeperUnreachableError(
@@ -335,11 +340,27 @@ class Connection:
                 hint="wait until the sidebar shows the connection as live, then try again")
         return live.session
 
+    def _brokers_for_writes(self):
+        from core.kafka.admin import KafkaAdmin, KafkaUnreachableError
+
+        live = self.live
+        if live is None or live.status != "connected":
+            raise KafkaUnreachableError(
+                f"the brokers of cluster {self.cluster.name} ({self.cluster.bootstrap}) did not answer the last "
+                "read; nothing was written", hint="wait until the sidebar shows the view as live, then try again")
+        with self._lock:
+            if self._write_admin is None:
+                self._write_admin = KafkaAdmin.for_cluster(self.cluster)
+            return self._write_admin
+
     def await_change(self, predicate: Callable[[ClusterSnapshot], bool], timeout: float = 5.0) -> bool:
-        """Wait until the live view shows what a write just did (its watches fire); False on timeout."""
+        """Wait until the live view shows what a write just did (its watches fire, or the brokers are read again
+        at once); False on timeout."""
         live = self.live
         if live is None:
             return False
+        if hasattr(live, "poll_now"):
+            live.poll_now()
         try:
             live.wait_for(predicate, timeout=timeout)
             return True

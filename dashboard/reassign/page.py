@@ -22,7 +22,7 @@ import streamlit as st
 from core.balance.sizes import parse_log_dirs
 from core.errors import KeelError
 from core.plans import plan_risks
-from core.zk import reassign_writes
+from core import writes as reassign_writes
 from dashboard import actions, charts, frame, ops_panels, ui
 from dashboard.reassign import plan_view
 from dashboard.reassign import run as reassign_run

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.zk import reassign_writes
+from core import writes as reassign_writes
 from dashboard import actions, ui
 from dashboard.reassign import plan_view
 from dashboard.text import md

@@ -2,23 +2,22 @@
 the run live, executes the next waves, verifies (removing the throttles) and rolls back (by default at the rate
 the reassignment ran with, which the panel lets the operator change: dashboard/reassign/rollback.py).
 
-Every write goes through core.zk.reassign_writes, which re-reads live state, refuses while /admin/reassign_partitions
-exists and records the action and its rollback in the audit store (History lists them). The run a session follows
-is a FollowedRun in its session state under RUN, so a reload keeps it; one recorded earlier can be picked up again
-with follow_earlier. The progress panel is a 2 s fragment over the live snapshot.
+Every write goes through the cluster's engine (core.cluster.engines: ZooKeeper, or the Admin API for KRaft), which
+re-reads live state, refuses while a reassignment runs and records the action and its rollback (History). The run a
+session follows is a FollowedRun under RUN (a reload keeps it; follow_earlier picks up an earlier one); its panel is a
+2 s fragment over the live snapshot.
 
 One run panel at a time, headed by its action number: the Execute message lives in the run it started (gone after
 Verify, Roll back or a change of goal), Verify's outcome is shown only in the panel of the action it verified. A
 partition that is not finishing says why (core.plans.stuck_reasons: no live source, target broker down, not yet
 in the ISR) and what to do. A write whose plan has risks (core.plans.plan_risks) needs one box ticked per risk.
 
-A partition whose topic no longer exists (deleted while it moved, or never created) is "gone": nothing will happen to
-it, so it counts as finished, like a complete one, and Verify removes the throttles without waiting for it.
+A partition whose topic no longer exists (deleted while it moved, or never created) is "gone": it counts as finished,
+and Verify removes the throttles without waiting for it.
 
-Cancel (issue 15, Kafka 2.4+, needs the cluster's `bootstrap` in keel.toml) stops a running reassignment through the
-Admin API as `python -m core cancel` (core.zk.reassign_writes.cancel): the followed run's partitions (the CLI's
---reassignment-json-file), or every running one when the session follows none (--all). When Kafka put partitions back
-in another replica order, the reassignment restoring it (no data moves) is offered, as the CLI prints it.
+Cancel (Kafka 2.4+, needs `bootstrap` in keel.toml) stops the followed run's partitions, or every running one, through
+the Admin API as `python -m core cancel` does (core.cluster.engines.cancel). When Kafka put partitions back in another
+replica order, the reassignment restoring it (no data moves) is offered, as the CLI prints it.
 """
 
 from __future__ import annotations
@@ -36,11 +35,13 @@ from core.plans import (
     StuckReason,
     parse_reassignment,
     plan_risks,
+    reassignment_status,
     stuck_reasons,
 )
 from core.audit.store import Action
-from core.zk import reassign_writes
-from core.zk.reassign_writes import COMPLETE, GONE, IN_FLIGHT, NOT_AT_TARGET  # the partition statuses
+from core import writes as reassign_writes  # the results, messages and rollback throttle of both engines
+from core.cluster import engines
+from dashboard.reassign.plan_view import COMPLETE, GONE, IN_FLIGHT, NOT_AT_TARGET  # the partition statuses
 from dashboard import actions, frame, ui
 from dashboard.reassign import plan_view
 from dashboard.reassign import rollback as rollback_view
@@ -165,7 +166,7 @@ def _await_start(ctx: frame.PageContext, doc: ReassignmentPlan) -> None:
 
     def caught_up(s) -> bool:
         return (any((r.topic, r.partition) in keys for r in s.in_progress.reassignment)
-                or all(p.status.finished for p in reassign_writes.reassignment_status(doc, s)))
+                or all(p.status.finished for p in reassignment_status(doc, s)))
     ctx.conn.await_change(caught_up, timeout=3)
 
 
@@ -199,8 +200,9 @@ def goal_changed() -> None:
 
 def _start(ctx: frame.PageContext, doc: ReassignmentPlan, throttle: int | None, label: str, waves: Waves | None,
            accepted) -> str:
-    done = reassign_writes.execute(ctx.conn.write_session(), actions.store(), doc, cluster=ctx.cluster.name,
-                                   throttle=throttle, actor=actions.actor(), accept_risks=list(accepted))
+    h = ctx.conn.write_session()
+    done = engines.reassignments(h).execute(h, actions.store(), doc, cluster=ctx.cluster.name, throttle=throttle,
+                                            actor=actions.actor(), accept_risks=list(accepted))
     message = _started(done, label)
     _track(FollowedRun.executed(done, doc, throttle, label, waves, note=md_text(message)))
     _await_start(ctx, doc)
@@ -226,8 +228,9 @@ def _next_wave(ctx: frame.PageContext, run: FollowedRun, accepted=()) -> None:
 
 def _verify(ctx: frame.PageContext, run: FollowedRun) -> None:
     def work() -> str:
-        result = reassign_writes.verify(ctx.conn.write_session(), actions.store(), run.plan, cluster=ctx.cluster.name,
-                                        actor=actions.actor())
+        h = ctx.conn.write_session()
+        result = engines.reassignments(h).verify(h, actions.store(), run.plan, cluster=ctx.cluster.name,
+                                                 actor=actions.actor())
         counts = plan_view.status_counts(result.partitions)
         _update(run, verified=Verified(result.complete, result.throttles_removed, time.time()), note=None)
         total, gone = len(result.partitions), counts[GONE]
@@ -251,8 +254,10 @@ def _rollback(ctx: frame.PageContext, run: FollowedRun, throttle: int | None, ac
               form: actions.FormGuard | None = None) -> None:
     """on_click of Roll back: the saved rollback at `throttle` B/s (None: unthrottled), as chosen on the panel."""
     def work() -> str:
-        done = reassign_writes.rollback(ctx.conn.write_session(), actions.store(), run.action_id, throttle=throttle,
-                                        cluster=ctx.cluster.name, actor=actions.actor(), accept_risks=list(accepted))
+        h = ctx.conn.write_session()
+        done = engines.reassignments(h).rollback(h, actions.store(), run.action_id, throttle=throttle,
+                                                 cluster=ctx.cluster.name, actor=actions.actor(),
+                                                 accept_risks=list(accepted))
         label = f"Rollback of action #{run.action_id}"
         message = _started(done, label)
         _track(FollowedRun.executed(done, run.rollback, throttle, label, note=md_text(message)))
@@ -320,20 +325,16 @@ def cancelled_text(done: reassign_writes.Cancelled) -> str:
     return "\n".join(lines)
 
 
-def _kafka_admin(ctx: frame.PageContext):
-    from core.kafka.admin import KafkaAdmin  # kafka-python is loaded only for a cancel
-
-    return KafkaAdmin.for_cluster(ctx.cluster)  # with its command_config: SASL / TLS
-
-
 def _cancel(ctx: frame.PageContext, run: FollowedRun | None) -> None:
     """on_click of Cancel: the partitions of `run` (None: every running reassignment), then the throttles."""
     def work() -> str:
-        session = ctx.conn.write_session()
-        with _kafka_admin(ctx) as admin:
-            done = reassign_writes.cancel(session, actions.store(), admin, cluster=ctx.cluster.name,
-                                          partitions=None if run is None else list(run.plan.assignment()),
-                                          actor=actions.actor())
+        from core.kafka.admin import KafkaAdmin  # kafka-python is loaded only for a cancel
+
+        h = ctx.conn.write_session()
+        with KafkaAdmin.for_cluster(ctx.cluster) as admin:  # with its command_config: SASL / TLS
+            done = engines.cancel(h, actions.store(), admin, cluster=ctx.cluster.name,
+                                  partitions=None if run is None else list(run.plan.assignment()),
+                                  actor=actions.actor())
         if done.reordered:
             plan = ReassignmentPlan(tuple(ReassignmentEntry(t, p, tuple(was)) for (t, p), _, was, _ in done.reordered))
             text = ", ".join(f"{t}-{p} ({','.join(map(str, now))} instead of {','.join(map(str, was))})"
@@ -422,7 +423,7 @@ def cancel_section(ctx: frame.PageContext, run: FollowedRun | None = None, live=
 
 
 def _statuses(ctx: frame.PageContext, run: FollowedRun, live):
-    return ctx.conn.derived("reassign.status", live, lambda s: reassign_writes.reassignment_status(run.plan, s),
+    return ctx.conn.derived("reassign.status", live, lambda s: reassignment_status(run.plan, s),
                             key=run.action_id)
 
 

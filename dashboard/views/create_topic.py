@@ -38,7 +38,7 @@ from core.topics import (
     kafka_topics_command,
     validate_topic_name,
 )
-from core.zk import topic_admin
+from core.cluster import engines
 from dashboard import actions, broker_defaults, charts, frame, ops_panels, ui
 from dashboard.text import md, md_text
 
@@ -73,8 +73,9 @@ def _reshuffle() -> None:
 
 def _create(draft: CreateTopicDraft, context: str, accepted: list[str], form: actions.FormGuard) -> None:
     def work() -> str:
-        applied = topic_admin.create_topic(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
-                                           actor=actions.actor(), accept_risks=list(accepted), defaults=bd)
+        h = conn.write_session()  # ZooKeeper, or the brokers' Admin API (KRaft): the same engine calls
+        applied = engines.topics(h).create_topic(h, actions.store(), draft, cluster=ctx.cluster.name,
+                                                 actor=actions.actor(), accept_risks=list(accepted), defaults=bd)
         conn.await_change(lambda s: s.topic(draft.name) is not None)
         return f"{applied.summary[0].upper()}{applied.summary[1:]} (action #{applied.action_id} in History)."
 

@@ -22,7 +22,7 @@ from core import elections, health
 from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot
 from core.plans import MAX_PLAN_BYTES, format_election, parse_election
-from core.zk import election_writes
+from core.cluster import engines
 from dashboard import actions, broker_defaults, charts, frame, ui
 from dashboard.text import md
 
@@ -77,8 +77,9 @@ def over_threshold(summary: health.ClusterSummary) -> list[int]:
 
 def _trigger(scope: dict, context: str, form: actions.FormGuard | None = None) -> None:
     def work() -> str:
-        done = election_writes.trigger(conn.write_session(), actions.store(), cluster=ctx.cluster.name,
-                                       actor=actions.actor(), **scope)
+        h = conn.write_session()
+        done = engines.elections(h).trigger(h, actions.store(), cluster=ctx.cluster.name, actor=actions.actor(),
+                                            **scope)
         sel = done.selection
         st.session_state[LAST] = {"action_id": done.action_id, "scope": sel.scope,
                                   "keys": [list(k) for k in sel.partitions],
@@ -86,7 +87,9 @@ def _trigger(scope: dict, context: str, form: actions.FormGuard | None = None) -
         keys = set(sel.partitions)
         conn.await_change(lambda s: bool(s.in_progress.preferred_election)
                           or all(o.elected for o in elections.outcomes(s, keys)), timeout=3)
-        return (f"Election written to /admin/preferred_replica_election for {len(keys):,} partition(s) of "
+        how = ("Election run by the controller (ElectLeaders)" if engines.through_brokers(h)
+               else "Election written to /admin/preferred_replica_election")
+        return (f"{how} for {len(keys):,} partition(s) of "
                 f"{sel.scope}" + (f"; {len(sel.ineligible):,} not eligible were left out" if sel.ineligible else "")
                 + f" (action #{done.action_id} in History).")
 

@@ -18,7 +18,7 @@ from core import health
 from core.errors import KeelError
 from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
-from core.zk import topic_admin
+from core.cluster import engines
 from core.topics.effective import TOPIC, effective_config
 from dashboard import actions, broker_defaults, charts, frame, ops_panels, ui
 from dashboard.text import md, md_text
@@ -232,8 +232,9 @@ def _apply(kind: str, topic: str, work, context: str | None, form: actions.FormG
 
 def _add_partitions(draft: AddPartitionsDraft, context: str, form: actions.FormGuard) -> None:
     def work() -> str:
-        applied = topic_admin.add_partitions(conn.write_session(), actions.store(), draft, cluster=ctx.cluster.name,
-                                             actor=actions.actor())
+        h = conn.write_session()
+        applied = engines.topics(h).add_partitions(h, actions.store(), draft, cluster=ctx.cluster.name,
+                                                   actor=actions.actor())
         conn.await_change(lambda s: (t := s.topic(draft.name)) is not None and len(t.partitions) >= draft.new_total)
         return f"Added {len(draft.new_assignment):,} partitions to {draft.name} ({draft.old_total:,} → " \
                f"{draft.new_total:,}); action #{applied.action_id} in History."
@@ -243,10 +244,11 @@ def _add_partitions(draft: AddPartitionsDraft, context: str, form: actions.FormG
 def _alter_config(name: str, to_set: dict[str, str], to_delete: list[str], expected: dict[str, str],
                   context: str, accepted: list[str], form: actions.FormGuard) -> None:
     def work() -> str:
-        applied = topic_admin.alter_config(conn.write_session(), actions.store(), name, set=to_set, delete=to_delete,
-                                           cluster=ctx.cluster.name, actor=actions.actor(),
-                                           accept_risks=list(accepted),
-                                           defaults=broker_defaults.defaults(ctx.cluster, conn.snapshot()))
+        h = conn.write_session()
+        applied = engines.topics(h).alter_config(h, actions.store(), name, set=to_set, delete=to_delete,
+                                                 cluster=ctx.cluster.name, actor=actions.actor(),
+                                                 accept_risks=list(accepted),
+                                                 defaults=broker_defaults.defaults(ctx.cluster, conn.snapshot()))
         conn.await_change(lambda s: (t := s.topic(name)) is not None and dict(t.config) == expected)
         return f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History."
     _apply("configure", name, work, context, form)
@@ -254,8 +256,9 @@ def _alter_config(name: str, to_set: dict[str, str], to_delete: list[str], expec
 
 def _delete(name: str, form: actions.FormGuard) -> None:
     def work() -> str:
-        applied = topic_admin.delete_topic(conn.write_session(), actions.store(), name, cluster=ctx.cluster.name,
-                                           actor=actions.actor())
+        h = conn.write_session()
+        applied = engines.topics(h).delete_topic(h, actions.store(), name, cluster=ctx.cluster.name,
+                                                 actor=actions.actor())
         conn.await_change(lambda s: name in s.in_progress.deletion or s.topic(name) is None)
         return (f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History. "
                 "The controller deletes it from every broker (when delete.topic.enable is true).")

@@ -4,7 +4,7 @@
   (`kafka`) only in core/kafka;
 - pure by path: every module at the root of core (model, errors, zkformat, health, plans, ...) and in the
   core.balance and core.topics packages imports no I/O library, opens no file and imports only other pure modules;
-  whatever does I/O lives in a package that says so (ADAPTERS: zk, kafka, fleet, audit, policy, cli), and
+  whatever does I/O lives in a package that says so (ADAPTERS: zk, kafka, fleet, audit, policy, cli, cluster), and
   every package of core is one or the other;
 - core never imports dashboard; dashboard views import no CLI module; dashboard helpers marked pure import no core.zk;
 - what ships (core, dashboard) never imports the sandbox (sandbox/: make run, tests, benches); the sandbox may
@@ -27,7 +27,7 @@ PURE_PACKAGES = ("core.balance", "core.topics")  # beside every module at the ro
 # The packages that reach the outside world (a pure module imports none of them, even their pure helpers such as
 # core.kafka.bootstrap: the path says what a module may do). core.policy holds keel.toml's reader (config), the
 # roles (access) and the write gate, which imports core.zk.settings and the audit store.
-ADAPTERS = ("core.zk", "core.kafka", "core.fleet", "core.audit", "core.policy", "core.cli")
+ADAPTERS = ("core.zk", "core.kafka", "core.fleet", "core.audit", "core.policy", "core.cli", "core.cluster")
 ENTRY_POINTS = ("core.__main__",)  # `python -m core`: the CLI's entry, at the root because Python wants it there
 IO_MODULES = {"os", "socket", "subprocess", "sqlite3", "shutil", "tempfile", "urllib", "http", "requests",
               "threading", "multiprocessing", "kazoo", "pyspark", "streamlit", "kafka", "pathlib", "time"}
