@@ -12,8 +12,7 @@ Verify, Roll back or a change of goal), Verify's outcome is shown only in the pa
 partition that is not finishing says why (core.plans.stuck_reasons: no live source, target broker down, not yet
 in the ISR) and what to do. A write whose plan has risks (core.plans.plan_risks) needs one box ticked per risk.
 
-A partition whose topic no longer exists (deleted while it moved, or never created) is "gone": it counts as finished,
-and Verify removes the throttles without waiting for it.
+A partition whose topic no longer exists is "gone": finished, and Verify removes the throttles without waiting for it.
 
 Cancel (Kafka 2.4+, needs `bootstrap` in keel.toml) stops the followed run's partitions, or every running one, through
 the Admin API as `python -m core cancel` does (core.cluster.engines.cancel). When Kafka put partitions back in another
