@@ -66,6 +66,8 @@ class Partition:
     # KRaft with eligible leader replicas (KIP-966, Kafka 4): replicas out of the ISR that may still be elected
     # cleanly (they had every committed record when they left it)
     elr: tuple[int, ...] = ()
+    # and the ELR last known before the partition lost its leader (both empty where Kafka has no ELR)
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def preferred_leader(self) -> int:
@@ -332,6 +334,8 @@ def _partition_dict(p: Partition) -> dict[str, Any]:
         d["has_state"] = False
     if p.elr:
         d["elr"] = list(p.elr)
+    if p.last_known_elr:
+        d["last_known_elr"] = list(p.last_known_elr)
     return d
 
 
@@ -521,6 +525,7 @@ def _partition_from(topic: str, p: Any) -> Partition:
         removing_replicas=_broker_ids(p, "removing_replicas", where, ()),
         has_state=has_state,
         elr=_broker_ids(p, "elr", where, ()),
+        last_known_elr=_broker_ids(p, "last_known_elr", where, ()),
     )
 
 

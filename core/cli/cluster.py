@@ -38,6 +38,8 @@ def format_describe(snapshot: ClusterSnapshot, with_topic_lines: bool) -> str:
                 line += f"\tAdding Replicas: {_ids(p.adding_replicas)}"
             if p.removing_replicas:
                 line += f"\tRemoving Replicas: {_ids(p.removing_replicas)}"
+            if snapshot.mode == "kraft":  # KIP-966's columns, as kafka-topics prints them from DescribeTopicPartitions
+                line += f"\tElr: {_ids(p.elr)}\tLastKnownElr: {_ids(p.last_known_elr)}"
             if not p.has_state:
                 line += "\t(no partition state yet)"
             out.append(line)

@@ -56,7 +56,8 @@ def _partition(topic: str, p: Mapping, moving: Reassigning | None) -> Partition:
         leader_epoch=max(int(p.get("leader_epoch") or 0), 0),
         adding_replicas=moving.adding if moving else (),
         removing_replicas=moving.removing if moving else (),
-        elr=tuple(int(r) for r in p.get("eligible_leader_replicas") or ()))
+        elr=tuple(int(r) for r in p.get("eligible_leader_replicas") or ()),
+        last_known_elr=tuple(int(r) for r in p.get("last_known_elr") or ()))
 
 
 def dynamic_broker_configs(answers: Mapping[int, Mapping[str, BrokerConfig] | str]

@@ -12,7 +12,7 @@ from core.cli import main
 from core.kafka.admin import KafkaAdmin
 from core.model import ClusterSnapshot
 from sandbox.processes.kraft import KraftCluster
-from tests.kafka.realkafka import by_topic, describe_lines, eventually, tool_class, without_configs
+from tests.kafka.realkafka import by_topic, eventually, tool_class, without_configs
 
 
 def keel(*argv: str) -> tuple[int, str, str]:
@@ -54,9 +54,12 @@ def test_describe_through_the_brokers_prints_what_kafka_topics_prints(kraft: Kra
     pattern = f"kc-.-{suffix}"
     code, out, err = keel("describe", "--bootstrap-server", kraft.bootstrap_servers, "--topic", pattern)
     assert code == 0, err
-    ours = describe_lines(out)
-    theirs = by_topic(describe_lines(kafka_topics(kraft, "--describe", "--topic", pattern)))
+    # the ELR columns included (KIP-966): a KRaft cluster answers them through DescribeTopicPartitions
+    ours = [line for line in out.splitlines() if line.strip()]
+    theirs = by_topic([line for line in kafka_topics(kraft, "--describe", "--topic", pattern).splitlines()
+                       if line.strip()])
     assert without_configs(ours) == without_configs(theirs)
+    assert all("\tElr: " in line and "\tLastKnownElr: " in line for line in ours if line.startswith("\t"))
     assert f"Topic: kc-a-{suffix}\t" in out and "Configs: min.insync.replicas=2" in out
 
 
