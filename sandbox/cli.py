@@ -8,16 +8,21 @@ A simulated cluster in a real ZooKeeper (seed.py, the controller emulator in emu
                --no-topic-deletion]   (runs until SIGINT/SIGTERM, one line per reaction)
     broker stop|start ID --zk CONNECT [--timeout S]
 
-A REAL ZooKeeper-mode Kafka cluster on loopback (processes/kafka.py):
+A REAL Kafka cluster on loopback: ZooKeeper mode (processes/kafka.py) or, with --kraft, KRaft combined
+broker + controller nodes and no ZooKeeper (processes/kraft.py):
 
-    kafka up     [--brokers N] [--racks R] [--zk CONNECT] [--dir DIR] [--version V] [--heap SIZE] [--timeout S]
+    kafka up     [--brokers N] [--racks R] [--zk CONNECT | --kraft] [--dir DIR] [--version V] [--heap SIZE]
+                 [--timeout S]
     kafka down   [--dir DIR] [--timeout S]
     kafka status [--dir DIR]                                   exit 0 when every broker runs, 3 otherwise
     kafka broker stop|kill|start ID [--dir DIR]
+    demo-topics  --bootstrap-server B [--zk CONNECT --cluster NAME --store PATH]
 
 `kafka up` fetches the jars first when they are missing (scripts/kafka.sh fetch), starts the brokers in the
 background and returns once all are registered and a controller is elected; it prints the bootstrap servers and
-the ZooKeeper connect string. The brokers keep running until `kafka down`.
+the ZooKeeper connect string (KRaft: the controller quorum). The brokers keep running until `kafka down`; down,
+status and broker read which kind of cluster the run folder holds. `demo-topics` creates make run's demo topics
+(sandbox/demo.py: through Keel with --zk, else through the Admin API) and fills them with data.
 
 Handlers return an exit status and raise KeelError for anything a person must fix (printed as `error: ...`, exit
 1, like `python -m core`: core.cli.common.run_command). Digest credentials come from $KEEL_ZK_DIGEST or
@@ -33,6 +38,7 @@ import signal
 import threading
 import time
 import warnings
+from pathlib import Path
 
 from core import zkformat as zf
 from core.cli import exits
@@ -53,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     register_simulated(sub)
     register_kafka(sub)
+    register_demo(sub)
     exits.add_epilogs(parser, SPECIFIC)
     return parser
 
@@ -198,6 +205,9 @@ def register_kafka(subparsers) -> None:
                     help="racks rack-a, rack-b, ... round robin; 0 for none (default min(3, N))")
     up.add_argument("--zk", default=default_zk(), metavar="CONNECT",
                     help="ZooKeeper connect string with the cluster's chroot (default 127.0.0.1:$ZK_PORT/keel-kafka)")
+    up.add_argument("--kraft", action="store_true",
+                    help="KRaft mode: combined broker + controller nodes, every one a quorum voter; no ZooKeeper "
+                         "(Kafka 3.9 and later)")
     dir_option(up)
     up.add_argument("--version", default=kafka_version(), metavar="V",
                     help="Apache Kafka version (default $KAFKA_VERSION or 3.9.1)")
@@ -223,42 +233,99 @@ def register_kafka(subparsers) -> None:
     b.set_defaults(func=cmd_kafka_broker)
 
 
+def load_cluster(dir: str):
+    """The cluster of a run folder, ZooKeeper mode or KRaft (its cluster.json says which)."""
+    import json
+
+    from sandbox.processes.kafka import STATE_NAME, KafkaCluster
+    from sandbox.processes.kraft import KraftCluster
+
+    try:
+        mode = json.loads((Path(dir) / STATE_NAME).read_text()).get("mode")
+    except (OSError, ValueError):
+        mode = None
+    return (KraftCluster if mode == "kraft" else KafkaCluster).load(dir)
+
+
 def cmd_kafka_up(args: argparse.Namespace) -> int:
-    from sandbox.processes.kafka import KafkaCluster, KafkaNotFetchedError, fetch, lib_dir
+    from sandbox.processes.kafka import KafkaNotFetchedError, fetch, lib_dir
 
     try:
         lib_dir(args.version)
     except KafkaNotFetchedError:
         print(f"Apache Kafka {args.version} is not fetched yet: fetching it (scripts/kafka.sh fetch)")
         fetch(args.version)
-    try:
-        cluster = KafkaCluster.load(args.dir)
-    except KeelError:
-        cluster = None
-    if cluster is not None and any(cluster.is_alive(i) for i in cluster.broker_ids):
-        if cluster.zk_connect != args.zk or len(cluster.brokers) != args.brokers:
-            raise KeelError(f"a Kafka cluster already runs from {args.dir} ({len(cluster.brokers)} brokers in "
-                            f"{cluster.zk_connect})", hint="stop it first with `python -m sandbox kafka down`")
-        print("Kafka cluster already running; starting any stopped broker")
-    elif cluster is None or cluster.zk_connect != args.zk or len(cluster.brokers) != args.brokers \
-            or cluster.version != args.version:
-        cluster = KafkaCluster.create(args.dir, args.zk, brokers=args.brokers, racks=args.racks,
-                                      version=args.version, heap=args.heap)
+    cluster = _kraft_up(args) if args.kraft else _zk_up(args)
     cluster.start(timeout=args.timeout)
     ctl = cluster.controller()
-    print(f"Kafka {cluster.version}: {len(cluster.brokers)} brokers up (controller {ctl}), run folder {cluster.dir}")
+    kind = "KRaft nodes (broker + controller)" if args.kraft else "brokers"
+    print(f"Kafka {cluster.version}: {len(cluster.brokers)} {kind} up (controller {ctl}), run folder {cluster.dir}")
     for b in cluster.brokers:
         print(f"  broker {b.id}  {b.endpoint}  rack {b.rack or '-'}  pid {b.pid}")
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
-    print(f"zookeeper connect: {cluster.zk_connect}")
+    if args.kraft:
+        print(f"controller quorum: {','.join(f'{b.id}@{b.controller_endpoint}' for b in cluster.brokers)}")
+    else:
+        print(f"zookeeper connect: {cluster.zk_connect}")
     return 0
 
 
-def cmd_kafka_down(args: argparse.Namespace) -> int:
-    from sandbox.processes.kafka import KafkaCluster
-
+def _running(dir: str):
+    """The cluster of `dir` when any of its brokers runs, else None."""
     try:
-        cluster = KafkaCluster.load(args.dir)
+        cluster = load_cluster(dir)
+    except KeelError:
+        return None
+    return cluster if any(cluster.is_alive(i) for i in cluster.broker_ids) else None
+
+
+def _zk_up(args: argparse.Namespace):
+    from sandbox.processes.kafka import KafkaCluster
+    from sandbox.processes.kraft import KraftCluster
+
+    cluster = _running(args.dir)
+    if cluster is not None:
+        if isinstance(cluster, KraftCluster) or cluster.zk_connect != args.zk or len(cluster.brokers) != args.brokers:
+            raise KeelError(f"a Kafka cluster already runs from {args.dir} ({len(cluster.brokers)} brokers"
+                            + ("" if isinstance(cluster, KraftCluster) else f" in {cluster.zk_connect}") + ")",
+                            hint="stop it first with `python -m sandbox kafka down`")
+        print("Kafka cluster already running; starting any stopped broker")
+        return cluster
+    try:
+        cluster = load_cluster(args.dir)
+    except KeelError:
+        cluster = None
+    if cluster is None or isinstance(cluster, KraftCluster) or cluster.zk_connect != args.zk \
+            or len(cluster.brokers) != args.brokers or cluster.version != args.version:
+        cluster = KafkaCluster.create(args.dir, args.zk, brokers=args.brokers, racks=args.racks,
+                                      version=args.version, heap=args.heap)
+    return cluster
+
+
+def _kraft_up(args: argparse.Namespace):
+    from sandbox.processes.kraft import KraftCluster
+
+    cluster = _running(args.dir)
+    if cluster is not None:
+        if not isinstance(cluster, KraftCluster) or len(cluster.brokers) != args.brokers:
+            raise KeelError(f"a Kafka cluster already runs from {args.dir} ({len(cluster.brokers)} brokers)",
+                            hint="stop it first with `python -m sandbox kafka down`")
+        print("KRaft cluster already running; starting any stopped node")
+        return cluster
+    try:
+        cluster = load_cluster(args.dir)
+    except KeelError:
+        cluster = None
+    if not isinstance(cluster, KraftCluster) or len(cluster.brokers) != args.brokers \
+            or cluster.version != args.version:
+        cluster = KraftCluster.create(args.dir, nodes=args.brokers, racks=args.racks, version=args.version,
+                                      heap=args.heap)
+    return cluster
+
+
+def cmd_kafka_down(args: argparse.Namespace) -> int:
+    try:
+        cluster = load_cluster(args.dir)
     except KeelError:
         print(f"no Kafka cluster in {args.dir}")
         return 0
@@ -271,11 +338,10 @@ def cmd_kafka_down(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka_status(args: argparse.Namespace) -> int:
-    from sandbox.processes.kafka import KafkaCluster
-
-    cluster = KafkaCluster.load(args.dir)
+    cluster = load_cluster(args.dir)
     rows = cluster.status()
-    print(f"Kafka {cluster.version} in {cluster.dir}; zookeeper connect {cluster.zk_connect}")
+    where = f"zookeeper connect {cluster.zk_connect}" if cluster.zk_connect else "KRaft (no ZooKeeper)"
+    print(f"Kafka {cluster.version} in {cluster.dir}; {where}")
     print(f"{'broker':>6}  {'endpoint':<21} {'rack':<8} {'pid':>7}  {'alive':<5}  {'registered':<10}  controller")
     for r in rows:
         reg = "?" if r["registered"] is None else "yes" if r["registered"] else "no"
@@ -286,9 +352,7 @@ def cmd_kafka_status(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka_broker(args: argparse.Namespace) -> int:
-    from sandbox.processes.kafka import KafkaCluster
-
-    cluster = KafkaCluster.load(args.dir)
+    cluster = load_cluster(args.dir)
     b = cluster.broker(args.broker_id)
     if args.action == "start":
         was = cluster.is_alive(b.id)
@@ -303,4 +367,29 @@ def cmd_kafka_broker(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["SPECIFIC", "build_parser", "main"]
+# --- make run's demo topics -----------------------------------------------------------------------------
+
+
+def register_demo(sub) -> None:
+    p = sub.add_parser("demo-topics", help="create make run's demo topics on real brokers and fill them with data",
+                       description="Create the demo topics of sandbox/demo.py (through Keel with --zk, else through "
+                                   "the Admin API of --bootstrap-server), then write data to the ones created. "
+                                   "Topics an earlier run left are kept.")
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    p.add_argument("--zk", default=None, metavar="CONNECT",
+                   help="a ZooKeeper-mode cluster: create through `python -m core create-topic` on this chroot")
+    p.add_argument("--cluster", default="real", metavar="NAME", help="the keel.toml cluster (with --zk)")
+    p.add_argument("--store", default=None, metavar="PATH", help="the action history (with --zk)")
+    p.set_defaults(func=cmd_demo_topics)
+
+
+def cmd_demo_topics(args: argparse.Namespace) -> int:
+    from sandbox.demo import seed_demo_topics
+
+    if args.zk is not None and args.store is None:
+        raise KeelError("--zk needs --store: Keel records the topics it creates in the action history")
+    seed_demo_topics(args.bootstrap_server, zk=args.zk, cluster=args.cluster, store=args.store)
+    return 0
+
+
+__all__ = ["SPECIFIC", "build_parser", "load_cluster", "main"]

@@ -2,6 +2,8 @@
 # `make run`: local ZooKeeper -> seeded demo cluster -> controller emulator (background) -> Streamlit (foreground).
 # `make run KAFKA=real`: local ZooKeeper -> 3 REAL Kafka brokers (chroot /keel-real) -> demo topics created through
 # Keel, filled with data, one broker stopped -> Streamlit; no emulator.
+# `make run KAFKA=kraft`: 3 REAL KRaft nodes (broker + controller each, Kafka $KAFKA_VERSION, default 4.4.0), no
+# ZooKeeper -> the same demo topics created through the Admin API, filled, node 3 stopped -> Streamlit.
 # Ctrl-C in Streamlit stops the controller (or the brokers), and ZooKeeper too if this script started it; so does a
 # TERM or an INT to make alone (the watchdog below sees make stop) and the death of whoever started it (make
 # killed outright).
@@ -18,13 +20,16 @@ CONTROLLER_PID="$RUN_DIR/controller.pid"
 CONTROLLER_LOG="$RUN_DIR/controller.log"
 ZK_STARTED_MARK="$RUN_DIR/zk.started-by-run"
 ZK="127.0.0.1:${ZK_PORT}/keel-demo"
-KAFKA="${KAFKA:-}"                                # "real": real Kafka brokers instead of the sandbox and its emulator
+KAFKA="${KAFKA:-}"                                # "real" / "kraft": real Kafka instead of the sandbox and its emulator
 KAFKA_DIR="$RUN_DIR/kafka-cluster"                 # sandbox.processes.kafka's run folder: configs, data, logs, pids
 KAFKA_STARTED_MARK="$RUN_DIR/kafka.started-by-run"
 REAL_ZK="127.0.0.1:${ZK_PORT}/keel-real"
+KRAFT_DIR="$RUN_DIR/kraft-cluster"                 # the KRaft nodes' run folder (sandbox.processes.kraft)
+KRAFT_STARTED_MARK="$RUN_DIR/kraft.started-by-run"
+KRAFT_VERSION_DEFAULT=4.4.0                        # the newest Kafka 4 on Maven Central (tests/kafka KRAFT_VERSIONS)
 case "$KAFKA" in
-    ""|sandbox|real) ;;
-    *) echo "run.sh: KAFKA must be unset (the sandbox) or real, not '$KAFKA'" >&2; exit 2 ;;
+    ""|sandbox|real|kraft) ;;
+    *) echo "run.sh: KAFKA must be unset (the sandbox), real or kraft, not '$KAFKA'" >&2; exit 2 ;;
 esac
 if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
 
@@ -42,12 +47,30 @@ stop_controller() {
     rm -f "$CONTROLLER_PID"
 }
 
-# The real brokers, by the PIDs in their run folder (sandbox.processes.kafka checks each is still that broker's JVM):
-# controlled shutdown, then SIGKILL. Only a cluster this script started (a previous run's, after a crash, too).
+# The real brokers (or KRaft nodes), by the PIDs in their run folder (sandbox.processes.kafka checks each is still
+# that broker's JVM): controlled shutdown, then SIGKILL. Only a cluster this script started (a previous run's, after
+# a crash, too).
 stop_kafka() {
-    [ -f "$KAFKA_STARTED_MARK" ] || return 0
-    "$PY" -m sandbox kafka down --dir "$KAFKA_DIR" || true
-    rm -f "$KAFKA_STARTED_MARK"
+    local dir mark
+    for pair in "$KAFKA_DIR:$KAFKA_STARTED_MARK" "$KRAFT_DIR:$KRAFT_STARTED_MARK"; do
+        dir="${pair%%:*}" mark="${pair#*:}"
+        [ -f "$mark" ] || continue
+        "$PY" -m sandbox kafka down --dir "$dir" || true
+        rm -f "$mark"
+    done
+}
+
+# KEEL_CONFIG for a real cluster: the [keel]/[auth] settings of KEEL_CONFIG (else keel.toml) and one cluster, $1,
+# whose keys (zk, bootstrap, description) are the TOML lines $2.
+write_cluster_config() {
+    local base="${KEEL_CONFIG:-$PWD/keel.toml}"
+    KEEL_CONFIG="$RUN_DIR/keel.toml"
+    { awk '/^\[clusters[].]/ {exit} {print}' "$base"
+      printf '[clusters.%s]\n%s\n' "$1" "$2"
+    } > "$KEEL_CONFIG.tmp"
+    mv "$KEEL_CONFIG.tmp" "$KEEL_CONFIG"
+    export KEEL_CONFIG
+    echo "cluster config: $KEEL_CONFIG"
 }
 
 stop_zk() {
@@ -64,8 +87,10 @@ fi
 
 mkdir -p "$RUN_DIR"
 
-# 1. ZooKeeper (leave a server someone else started running when we are done)
-if "$PY" -m sandbox.processes.zkserver status --dir "$ZK_DIR" >/dev/null 2>&1; then
+# 1. ZooKeeper (leave a server someone else started running when we are done); a KRaft cluster needs none
+if [ "$KAFKA" = "kraft" ]; then
+    :
+elif "$PY" -m sandbox.processes.zkserver status --dir "$ZK_DIR" >/dev/null 2>&1; then
     echo "ZooKeeper already running from $ZK_DIR; it will be left running"
     "$PY" -m sandbox.processes.zkserver start --port "$ZK_PORT" --dir "$ZK_DIR"   # fails if it runs on another port
 else
@@ -123,48 +148,35 @@ if [ "$KAFKA" = "real" ]; then
     echo "$up"
     BOOTSTRAP="$(sed -n 's/^bootstrap servers: //p' <<<"$up")"
 
-    # 3r. The dashboard's cluster list: the [keel]/[auth] settings of KEEL_CONFIG (else keel.toml) and one cluster,
-    #     `real`, with the brokers' bootstrap servers (partition sizes and cancel through the Admin API).
-    base="${KEEL_CONFIG:-$PWD/keel.toml}"
-    KEEL_CONFIG="$RUN_DIR/keel.toml"
-    { awk '/^\[clusters[].]/ {exit} {print}' "$base"
-      printf '[clusters.real]\nzk = "%s"\nbootstrap = "%s"\ndescription = "%s"\n' "$REAL_ZK" "$BOOTSTRAP" \
-          "Real Apache Kafka brokers started by make run KAFKA=real"
-    } > "$KEEL_CONFIG.tmp"
-    mv "$KEEL_CONFIG.tmp" "$KEEL_CONFIG"
-    export KEEL_CONFIG
-    echo "cluster config: $KEEL_CONFIG"
+    # 3r. The dashboard's cluster list: one cluster, `real`, with the brokers' bootstrap servers (partition sizes and
+    #     cancel through the Admin API).
+    write_cluster_config real "$(printf 'zk = "%s"\nbootstrap = "%s"\ndescription = "%s"' "$REAL_ZK" "$BOOTSTRAP" \
+        "Real Apache Kafka brokers started by make run KAFKA=real")"
 
     # 4r. Demo topics created through Keel (Kafka's placement, rack-aware), data written so that partitions have real
-    #     sizes, then broker 3 stopped so that the Overview shows a broker down. A topic left by an earlier run is kept.
-    created=()
-    create_demo_topic() {
-        local name="$1" out
-        shift
-        if out="$("$PY" -m core create-topic --zk "$REAL_ZK" --cluster real --store "$RUN_DIR/keel.sqlite" \
-                  --topic "$name" "$@" 2>&1)"; then
-            created+=("$name")
-        elif grep -q "already exists" <<<"$out"; then
-            echo "topic $name already exists"
-            return 0
-        else
-            echo "$out" >&2
-            return 1
-        fi
-        echo "created topic $name"
-    }
-    create_demo_topic orders --partitions 12 --replication-factor 3
-    create_demo_topic payments --partitions 6 --replication-factor 3 --config min.insync.replicas=2
-    create_demo_topic clicks --partitions 8 --replication-factor 2
-    create_demo_topic inventory --partitions 3 --replication-factor 3 --config retention.ms=604800000
-    create_demo_topic audit-log --partitions 1 --replication-factor 2
-    sizes=()
-    for t in "${created[@]}"; do
-        case "$t" in orders) b=6000000 ;; clicks) b=3000000 ;; payments) b=2000000 ;; *) b=500000 ;; esac
-        sizes+=(--topic "$t:$b")
-    done
-    if [ ${#sizes[@]} -gt 0 ]; then "$PY" -m core.kafka.demo --bootstrap-server "$BOOTSTRAP" "${sizes[@]}"; fi
+    #     sizes (sandbox/demo.py), then broker 3 stopped so that the Overview shows a broker down. A topic left by an
+    #     earlier run is kept.
+    "$PY" -m sandbox demo-topics --bootstrap-server "$BOOTSTRAP" --zk "$REAL_ZK" --cluster real \
+        --store "$RUN_DIR/keel.sqlite"
     "$PY" -m sandbox kafka broker stop 3 --dir "$KAFKA_DIR"
+elif [ "$KAFKA" = "kraft" ]; then
+    # 2k. Three combined broker + controller nodes (every one a quorum voter, racks rack-a..c, two log dirs each),
+    #     Kafka KAFKA_VERSION (default 4.4.0, fetched once), in the background like the real brokers above.
+    export KAFKA_VERSION="${KAFKA_VERSION:-$KRAFT_VERSION_DEFAULT}"
+    scripts/kafka.sh fetch
+    if ! "$PY" -m sandbox kafka status --dir "$KRAFT_DIR" >/dev/null 2>&1; then touch "$KRAFT_STARTED_MARK"; fi
+    up="$("$PY" -m sandbox kafka up --kraft --dir "$KRAFT_DIR" --brokers 3)"
+    echo "$up"
+    BOOTSTRAP="$(sed -n 's/^bootstrap servers: //p' <<<"$up")"
+
+    # 3k. One cluster, `kraft`, with bootstrap servers and no zk: Keel reads it through the Admin API.
+    write_cluster_config kraft "$(printf 'bootstrap = "%s"\ndescription = "%s"' "$BOOTSTRAP" \
+        "Real Apache Kafka $KAFKA_VERSION KRaft cluster started by make run KAFKA=kraft")"
+
+    # 4k. The same demo topics, created through the Admin API (no ZooKeeper to write through), filled with data;
+    #     then node 3 stopped: the Overview shows a broker down and a quorum voter behind.
+    "$PY" -m sandbox demo-topics --bootstrap-server "$BOOTSTRAP"
+    "$PY" -m sandbox kafka broker stop 3 --dir "$KRAFT_DIR"
 else
 # 2. The dashboard's cluster list: KEEL_CONFIG if set, else keel.toml (its demo cluster assumes port 2181).
 if [ -z "${KEEL_CONFIG:-}" ]; then

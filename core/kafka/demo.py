@@ -1,5 +1,6 @@
-"""Demo data for real brokers (`make run KAFKA=real`): write incompressible records so that partitions have real,
-unequal sizes (partition i of a topic gets a share proportional to i + 1) for the dashboard's sizes and plans.
+"""Demo data for real brokers (`make run KAFKA=real|kraft`): write incompressible records so that partitions have
+real, unequal sizes (partition i of a topic gets a share proportional to i + 1) for the dashboard's sizes and plans;
+and, for a KRaft demo (no ZooKeeper to write through), create its topics with the Admin API (`create_topics`).
 
     python -m core.kafka.demo --bootstrap-server HOST:PORT[,...] --topic NAME:BYTES [--topic NAME:BYTES ...]
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from typing import Mapping, Sequence
 
 from core.errors import KeelError, ValidationError
 from core.kafka.bootstrap import parse_bootstrap
@@ -50,6 +53,44 @@ def produce(bootstrap: str, sizes: dict[str, int], *, timeout: float = 30.0) -> 
     finally:
         producer.close(timeout=10)
     return written
+
+
+def create_topics(bootstrap: str, topics: Sequence[tuple[str, int, int, Mapping[str, str]]], *,
+                  timeout: float = 30.0) -> dict[str, bool]:
+    """CreateTopics for each (name, partitions, replication factor, config), Kafka placing the replicas (rack-aware),
+    then wait until every partition has a leader. Returns {name: True if created, False if it already existed}.
+    A demo's seeding, not Keel's audited write path (core.kafka's topic writes)."""
+    import kafka.errors as kerrors
+    from kafka.admin import NewTopic
+
+    from core.kafka.admin import KafkaAdmin
+
+    created: dict[str, bool] = {}
+    with KafkaAdmin(bootstrap, timeout=timeout, client_id="keel-demo-admin") as admin:
+        for name, partitions, rf, config in topics:
+            new = NewTopic(name, num_partitions=partitions, replication_factor=rf,
+                           topic_configs=dict(config) or None)
+            with admin._translate(f"create topic {name}"):
+                try:
+                    admin._to_controller(lambda: admin._admin.create_topics([new], timeout_ms=int(timeout * 1000)))
+                    created[name] = True
+                except kerrors.TopicAlreadyExistsError:
+                    created[name] = False
+        # A KRaft broker applies the controller's records a moment after CreateTopics returns: wait for leaders.
+        want = {name: partitions for name, partitions, _rf, _config in topics}
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                led = {t["name"]: sum(1 for p in t["partitions"] if int(p.get("leader_id", -1)) >= 0)
+                       for t in admin.topic_partitions(sorted(want)) if not t.get("error_code")}
+            except KeelError:  # the answering broker does not know a topic yet (UnknownTopicOrPartition)
+                led = {}
+            if all(led.get(name, 0) >= n for name, n in want.items()):
+                return created
+            if time.monotonic() >= deadline:
+                missing = sorted(name for name, n in want.items() if led.get(name, 0) < n)
+                raise KeelError(f"topics {', '.join(missing)} have partitions without a leader after {timeout:g} s")
+            time.sleep(0.3)
 
 
 def _topic(text: str) -> tuple[str, int]:

@@ -231,6 +231,15 @@ class KraftCluster(KafkaCluster):
     def controller(self, session=None) -> int | None:
         return self._describe()[1]
 
+    def status(self) -> list[dict]:
+        """KafkaCluster.status's rows, "registered" and "controller" (the quorum leader) from the Admin API."""
+        listed, leader = self._describe()
+        answered = bool(listed) or leader is not None
+        return [{"id": b.id, "rack": b.rack, "endpoint": b.endpoint,
+                 "pid": b.pid if self._is_our_broker(b) else None, "alive": self._is_our_broker(b),
+                 "registered": b.id in listed if answered else None, "controller": leader == b.id}
+                for b in self.brokers]
+
     # --- processes ----------------------------------------------------------------------------------
 
     def start(self, *, timeout: float = 120.0) -> "KraftCluster":

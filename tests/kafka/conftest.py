@@ -24,7 +24,7 @@ import pytest
 
 from sandbox.processes import kafka as kafka_runner
 from core.zk.session import ZkSession
-from tests.kafka.realkafka import RealKafka, compat_admin, kafka_version
+from tests.kafka.realkafka import RealKafka, compat_admin, kafka_version, kraft_versions
 
 HERE = Path(__file__).resolve().parent
 SKIP = os.environ.get("KEEL_SKIP_KAFKA", "").strip() == "1"
@@ -35,6 +35,8 @@ VERSION = kafka_version()  # KEEL_KAFKA_VERSION, KAFKA_VERSION or 3.9.1 (tests.k
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka_min(version, why): needs at least this Apache Kafka version "
                                        "(skipped on older ones, with `why`)")
+    config.addinivalue_line("markers", "kraft: a KRaft test (the `kraft` fixture's, or marked): make "
+                                       "test-kafka-matrix runs these on Kafka 4 (-m kraft)")
 
 
 # Modules ("file.py") and tests ("file.py::test") that need a newer Kafka, named here for files that carry no
@@ -63,6 +65,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(quiet)
+            if "kraft" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.kraft)
             if SKIP:
                 item.add_marker(skip)
             elif (old := _too_old(item)) is not None:
@@ -130,8 +134,9 @@ def healthy(kafka: RealKafka) -> RealKafka:
     return kafka
 
 
-# the last release with ZooKeeper (in KRaft mode) and the newest Kafka 4 Maven Central serves
-KRAFT_VERSIONS = ("3.9.1", "4.4.0")
+# the last release with ZooKeeper (in KRaft mode) and the newest Kafka 4 Maven Central serves; KEEL_KRAFT_VERSIONS
+# ("4.4.0", space separated) replaces them (make test-kafka-matrix's Kafka 4 line)
+KRAFT_VERSIONS = kraft_versions()
 
 
 @pytest.fixture(scope="package", params=KRAFT_VERSIONS)

@@ -86,6 +86,12 @@ def kafka_version() -> str:
     return os.environ.get("KEEL_KAFKA_VERSION", "").strip() or kafka_runner.kafka_version()
 
 
+def kraft_versions() -> tuple[str, ...]:
+    """The versions the `kraft` fixture runs: KEEL_KRAFT_VERSIONS (space separated; make test-kafka-matrix's Kafka 4
+    line), else the last release with ZooKeeper (in KRaft mode) and the newest Kafka 4 Maven Central serves."""
+    return tuple(os.environ.get("KEEL_KRAFT_VERSIONS", "").split()) or ("3.9.1", "4.4.0")
+
+
 def has_topic_ids(version: str) -> bool:
     """Kafka 2.8+ gives every topic an id (KIP-516: topic node v3 `topic_id`, Metadata v10); before, no topic has one,
     and Keel, which writes the topic-node version the cluster's topics use, writes none either."""

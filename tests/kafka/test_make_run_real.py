@@ -8,69 +8,28 @@ stops everything, the brokers by PID included. The brokers are the Kafka version
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
-from pathlib import Path
 
-from sandbox.processes import kafka as kafka_runner
-from sandbox.processes import zkserver
 from sandbox.processes.common import pid_alive
 from core.zk.reader import read_snapshot
 from core.zk.session import ZkSession
 from tests.kafka.realkafka import kafka_version
+from tests.support.make_run import DEMO_TOPICS as TOPICS
+from tests.support.make_run import listening, make_run
 from tests.support.sandbox_helpers import wait_until
-
-REPO = Path(__file__).resolve().parents[2]
-TOPICS = {"orders": 12, "payments": 6, "clicks": 8, "inventory": 3, "audit-log": 1}
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-
-def _health(port: int) -> str:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-            return r.read().decode()
-    except OSError:
-        return ""
 
 
 def test_make_run_kafka_real_shows_real_brokers_and_leaves_nothing_behind(tmp_path):
     from core.policy.config import load_config
     from core.kafka.admin import KafkaAdmin
 
-    zk_port, http_port = zkserver.free_port(), zkserver.free_port()
-    run_dir = tmp_path / "run"
-    # Kafka's jars: when the repository's cache is complete by scripts/kafka.sh's own check, this run's RUN_DIR links
-    # it (kafka.sh then copies nothing); otherwise make run fetches into its RUN_DIR (never through the link).
-    version = kafka_version()  # the version this run of tests/kafka is about (make test-kafka-matrix)
-    (run_dir / "kafka").mkdir(parents=True)
-    cached = subprocess.run([str(REPO / "scripts" / "kafka.sh"), "lib"], cwd=REPO, capture_output=True,
-                            env={**os.environ, "RUN_DIR": str(kafka_runner.run_dir()), "KAFKA_VERSION": version})
-    if cached.returncode == 0:
-        (run_dir / "kafka" / version).symlink_to(kafka_runner.kafka_home(version))
-
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "KEEL_CONFIG", "KAFKA")}
-    env.update(ZK_PORT=str(zk_port), PORT=str(http_port), RUN_DIR=str(run_dir), KAFKA_VERSION=version)
-    log = open(tmp_path / "make-run.log", "wb")
-    started = time.monotonic()
-    make = subprocess.Popen(["make", "run", "KAFKA=real"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    cluster_dir = run_dir / "kafka-cluster"
-    pids: list[int] = []
-    try:
-        wait_until(lambda: _health(http_port) == "ok" or make.poll() is not None, 150, message="the dashboard")
-        assert make.poll() is None, (tmp_path / "make-run.log").read_text()
-        print(f"\nmake run KAFKA=real: dashboard up in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    # the version this run of tests/kafka is about (make test-kafka-matrix)
+    with make_run(tmp_path, "real", kafka_version(), "kafka-cluster") as run:
+        run_dir, zk_port = run.run_dir, run.zk_port
+        cluster_dir = run_dir / "kafka-cluster"
+        run.wait_for_dashboard()
+        print(f"\nmake run KAFKA=real: dashboard up in {time.monotonic() - run.started:.1f} s", file=sys.stderr)
 
         # three real brokers in /keel-real, broker 3 stopped; no controller emulator
         state = json.loads((cluster_dir / "cluster.json").read_text())
@@ -97,24 +56,10 @@ def test_make_run_kafka_real_shows_real_brokers_and_leaves_nothing_behind(tmp_pa
         for topic in TOPICS:
             assert sum(v for (t, _), v in sizes.items() if t == topic) > 0, f"{topic} holds no data"
 
-        os.killpg(make.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
-        make.wait(timeout=60)
-        wait_until(lambda: not _listening(http_port), 30, message="the dashboard to stop")
+        run.ctrl_c()
         wait_until(lambda: not any(pid_alive(p) for p in pids), 45, message="the Kafka brokers to stop")
-        wait_until(lambda: not _listening(zk_port), 30, message="ZooKeeper to stop")
+        wait_until(lambda: not listening(zk_port), 30, message="ZooKeeper to stop")
         wait_until(lambda: not (run_dir / "kafka.started-by-run").exists(), 30, message="kafka.started-by-run to go")
         wait_until(lambda: not (run_dir / "zk.started-by-run").exists(), 30, message="zk.started-by-run to go")
-        assert not any(_listening(b["port"]) for b in state["brokers"])
-        print(f"make run KAFKA=real: up and down in {time.monotonic() - started:.1f} s", file=sys.stderr)
-    finally:
-        try:
-            os.killpg(make.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        make.wait(timeout=30)
-        log.close()
-        if (cluster_dir / "cluster.json").exists():  # by PID, whatever happened above
-            subprocess.run([sys.executable, "-m", "sandbox", "kafka", "down", "--dir", str(cluster_dir), "--timeout", "10"],
-                           cwd=REPO, capture_output=True)
-        subprocess.run([sys.executable, "-m", "sandbox.processes.zkserver", "stop", "--dir", str(run_dir / "zk")],
-                       cwd=REPO, capture_output=True)
+        assert not any(listening(b["port"]) for b in state["brokers"])
+        print(f"make run KAFKA=real: up and down in {time.monotonic() - run.started:.1f} s", file=sys.stderr)

@@ -545,7 +545,8 @@ def test_every_sandbox_command_is_python_m_sandbox_and_documents_its_exit_status
     from sandbox.cli import SPECIFIC, build_parser
 
     every = commands(build_parser())
-    assert set(every) == {"up", "controller", "broker", "kafka up", "kafka down", "kafka status", "kafka broker"}
+    assert set(every) == {"up", "controller", "broker", "kafka up", "kafka down", "kafka status", "kafka broker",
+                          "demo-topics"}
     assert not {"sandbox", "kafka"} & {name.split()[0] for name in commands(core_parser())}
     helps = {}
     for name in every:
