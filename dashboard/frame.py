@@ -1,9 +1,9 @@
 """The frame every page shares: the Keel config, the selected cluster, the page context, the sidebar's status line,
-and the dashboard's side of the live connections: one `core.zk.live.Connection` per configured cluster, shared by
+and the dashboard's side of the live connections: one `core.cluster.connection.Connection` per configured cluster, shared by
 every browser session through `st.cache_resource` (released with `st.cache_resource.clear()`, which stops the
 watcher thread and closes the session), and the banners drawn from its state: the wait for a first snapshot
 (bounded by the cluster's `connect_timeout`), failures, staleness while ZooKeeper is away, and the note after a
-reconnect re-read the cluster. The connection logic itself is engine code in core/zk/live.py.
+reconnect re-read the cluster. The connection logic itself is engine code in core/cluster/connection.py.
 
 Errors quote znode paths, hence topic names (data written by whoever can write to ZooKeeper): they go through
 dashboard.text.md_text before they meet markdown. Streamlit is only imported in dashboard/; `core` never imports it.
@@ -29,7 +29,7 @@ from streamlit.errors import StreamlitAPIException
 
 from core.policy.config import ClusterConfig, ConfigError, KeelConfig, load_config
 from core.model import ClusterSnapshot
-from core.zk.live import RETRY_SECONDS, Connection, ErrorKind, Phase, hhmmss  # noqa: F401  (re-exported)
+from core.cluster.connection import RETRY_SECONDS, Connection, ErrorKind, Phase, hhmmss  # noqa: F401  (re-exported)
 from dashboard import broker_defaults
 from dashboard.text import md_text
 

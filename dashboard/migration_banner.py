@@ -14,7 +14,7 @@ import streamlit as st
 
 from core.errors import KeelError
 from core.migration import MigrationStatus, migration_status
-from core.zk.live import Connection
+from core.cluster.connection import Connection
 from dashboard.text import md, md_text
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import streamlit as st
 from core.capacity import advise_partitions, cluster_rack_skew, typical_replication_factor
 from core.errors import KeelError
 from core.model import ClusterSnapshot
-from core.zk.live import Connection
+from core.cluster.connection import Connection
 from dashboard import migration_banner, ui
 from dashboard.text import md, md_text, plotly
 

@@ -1,1 +1,2 @@
-"""What does not depend on how Keel reaches a cluster: which engine writes to it (engines)."""
+"""What does not depend on how Keel reaches a cluster: the live connection (connection) and which engine writes
+to it (engines)."""

@@ -21,7 +21,7 @@ from core import health
 from core.policy.config import ClusterConfig, load_config
 from core.model import ClusterSnapshot
 from sandbox.seed import SandboxSpec
-from core.zk.live import Connection
+from core.cluster.connection import Connection
 from dashboard import charts, frame
 from tests.support.sandbox_helpers import running_sandbox, wait_until
 

@@ -1,6 +1,8 @@
-"""The live connection to one configured cluster: a LiveCluster (a ZooKeeper session whose watches keep a
-ClusterSnapshot current) opened, retried and replaced in the background. Engine code, no UI: the dashboard
-holds one per cluster in `st.cache_resource` and draws banners from its phase, error and times.
+"""The live connection to one configured cluster, whichever way Keel reaches it: a LiveCluster (a ZooKeeper session
+whose watches keep a ClusterSnapshot current) or, for a cluster with `bootstrap` and no `zk` (KRaft), a PolledCluster
+(core.kafka.poller: the brokers' Admin API read every poll_interval), opened, retried and replaced in the background.
+Engine code, no UI: the dashboard holds one per cluster in `st.cache_resource` and draws banners from its phase,
+error and times; its writes go through `write_session()` (core.cluster.engines picks the engine by what it returns).
 
 * Connecting and the first full read run in a background thread (`ensure`); callers poll `phase` and
   `progress`. The connect itself is bounded by the cluster's `connect_timeout`.
