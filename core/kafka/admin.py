@@ -390,8 +390,10 @@ class KafkaAdmin:
         if not resources:
             return {}
         with self._translate("change the topic and broker configs"):
-            answer = self._admin.alter_configs(resources, validate_only=validate_only, raise_on_unknown=False,
-                                               incremental=True)
+            # a broker just registered may be missing from the client's metadata: _to_controller's retry (SET and
+            # DELETE are idempotent, so resending to the brokers already answered is harmless)
+            answer = self._to_controller(lambda: self._admin.alter_configs(
+                resources, validate_only=validate_only, raise_on_unknown=False, incremental=True))
         out: dict[tuple[str, str], str | None] = {}
         for r in resources:
             kind = "topic" if r.resource_type == ConfigResourceType.TOPIC else "broker"

@@ -113,7 +113,12 @@ def _config_of(snap: ClusterSnapshot, resource: Resource) -> Mapping[str, str]:
 def _restore(admin: KafkaAdmin, changes: Changes, snap: ClusterSnapshot) -> dict[Resource, str]:
     """Put the keys `changes` set back as `snap` read them (their value then, or absent); {resource: error}."""
     before = {r: {k: _config_of(snap, r).get(k) for k in keys} for r, keys in changes.items()}
-    return {r: e for r, e in admin.alter_config_keys(before).items() if e}
+    return _failed(admin.alter_config_keys(before))
+
+
+def _failed(answer: Mapping[Resource, str | None]) -> dict[Resource, str]:
+    """The resources Kafka refused, but for topics deleted meanwhile (their config went with them)."""
+    return {r: e for r, e in answer.items() if e and not (r[0] == "topic" and e.startswith("UnknownTopicOrPartition"))}
 
 
 def _listed(errors: Mapping, prefix: str) -> str:
@@ -242,8 +247,7 @@ def remove_throttles(admin: KafkaAdmin, topics: Iterable[str], snapshot: Cluster
     changes: Changes = {("topic", t): dict.fromkeys(_TOPIC_KEYS) for t in existing}
     changes |= {("broker", str(b)): dict.fromkeys(_BROKER_KEYS) for b in sorted(alive)}
     seen = any(k in _config_of(snapshot, r) for r, keys in changes.items() for k in keys)
-    failed = {r: e for r, e in admin.alter_config_keys(changes).items()
-              if e and not (r[0] == "topic" and e.startswith("UnknownTopicOrPartition"))}  # deleted meanwhile
+    failed = _failed(admin.alter_config_keys(changes))
     if failed:
         raise ValidationError(_listed(failed, "Kafka did not remove the throttles of:"),
                               hint="run verify again (or kafka-configs --alter --delete-config on them)")
