@@ -32,8 +32,8 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import kafka.errors as kerrors
 from kafka import TopicPartition as _TP
 from kafka.admin import ConfigResource, ConfigResourceType, ConfigSourceType, KafkaAdminClient
-from kafka.admin import AlterConfigOp  # the reassignment writes (alter_config_keys)
-from kafka.protocol.admin import AlterPartitionReassignmentsRequest as _AlterReassignmentsRequest
+from kafka.admin import AlterConfigOp  # the reassignment writes
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest as _AlterReassignments
 
 from core.errors import KeelError
 from core.kafka.bootstrap import parse_bootstrap
@@ -116,11 +116,6 @@ def _describe(error) -> str:
     if not isinstance(error, type) and str(error) and not text:
         text = str(error)
     return f"{cls.__name__}: {text}" if text else cls.__name__
-
-
-def _with_message(error, message: str | None) -> str:
-    """"InvalidReplicaAssignmentError: Kafka's message" (the class's description when Kafka sent none)."""
-    return f"{_name(error)}: {message}" if message else _describe(error)
 
 
 def _ssl_context(security: KafkaClientSecurity) -> ssl.SSLContext:
@@ -359,21 +354,14 @@ class KafkaAdmin:
         wanted = {(str(t), int(p)): [int(b) for b in r] for (t, p), r in targets.items()}
         if not wanted:
             return {}
-        request = _AlterReassignmentsRequest(
-            timeout_ms=int(self.timeout * 1000),
-            topics=_Client._process_alter_partition_reassignments_input({_TP(t, p): r for (t, p), r in wanted.items()}))
-
-        def top_level(response):
-            yield kerrors.for_code(response.error_code)
+        request = _AlterReassignments(timeout_ms=int(self.timeout * 1000), topics=_Client.
+                                      _process_alter_partition_reassignments_input({_TP(*k): r for k, r in wanted.items()}))
         with self._translate("start the reassignment"):
             response = self._to_controller(lambda: self._admin._manager.run(
-                self._admin._send_request_to_controller, request, top_level))
-        got: dict[TopicPartition, str | None] = {}
-        for topic in response.responses:  # kafka-python's own call drops the per-partition message: read it here
-            for part in topic.partitions:
-                code = int(part.error_code or 0)
-                got[(topic.name, part.partition_index)] = None if code == 0 else \
-                    _with_message(kerrors.for_code(code), part.error_message)
+                self._admin._send_request_to_controller, request, lambda r: [kerrors.for_code(r.error_code)]))
+        got = {(t.name, p.partition_index): None if not p.error_code else  # kafka-python's call drops the message
+               (f"{_name(kerrors.for_code(p.error_code))}: {p.error_message}" if p.error_message
+                else _describe(kerrors.for_code(p.error_code))) for t in response.responses for p in t.partitions}
         return {k: got[k] if k in got else "the controller did not answer for this partition" for k in sorted(wanted)}
 
     def alter_config_keys(self, changes: Mapping[tuple[str, str], Mapping[str, str | None]], *,
@@ -383,25 +371,19 @@ class KafkaAdmin:
         A broker's resource goes to that broker, as Kafka's Admin client sends it; each resource succeeds or fails
         on its own."""
         kinds = {"topic": ConfigResourceType.TOPIC, "broker": ConfigResourceType.BROKER}
-        resources = [ConfigResource(kinds[kind], str(name), {k: (AlterConfigOp.DELETE, None) if v is None
-                                                              else (AlterConfigOp.SET, str(v))
-                                                              for k, v in keys.items()})
-                     for (kind, name), keys in sorted(changes.items()) if keys]
-        if not resources:
+        asked = {(kind, str(name)): ConfigResource(kinds[kind], str(name), {
+            k: (AlterConfigOp.DELETE, None) if v is None else (AlterConfigOp.SET, str(v)) for k, v in keys.items()})
+            for (kind, name), keys in sorted(changes.items()) if keys}
+        if not asked:
             return {}
         with self._translate("change the topic and broker configs"):
             # a broker just registered may be missing from the client's metadata: _to_controller's retry (SET and
             # DELETE are idempotent, so resending to the brokers already answered is harmless)
             answer = self._to_controller(lambda: self._admin.alter_configs(
-                resources, validate_only=validate_only, raise_on_unknown=False, incremental=True))
-        out: dict[tuple[str, str], str | None] = {}
-        for r in resources:
-            kind = "topic" if r.resource_type == ConfigResourceType.TOPIC else "broker"
-            result = (answer.get(r.resource_type.name.lower()) or {}).get(r.name)
-            out[(kind, r.name)] = None if result == "OK" else \
-                re.sub(r"^\[Error -?\d+\] ", "", str(result)) if result else "the brokers did not answer for it"
-        return out
-
+                list(asked.values()), validate_only=validate_only, raise_on_unknown=False, incremental=True))
+        results = {(kind, name): (answer.get(kind) or {}).get(name) for kind, name in asked}
+        return {k: None if v == "OK" else re.sub(r"^\[Error -?\d+\] ", "", v) if v else
+                "the brokers did not answer for it" for k, v in results.items()}
 
     # --- the brokers' own settings ----------------------------------------------------------------------
 

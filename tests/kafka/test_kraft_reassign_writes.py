@@ -6,6 +6,7 @@ refuses mid-write. Every test leaves no reassignment running and no throttle set
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -65,17 +66,28 @@ def _replicas(admin: KafkaAdmin, topic: str) -> dict[int, list[int]]:
 
 
 def _running(admin: KafkaAdmin) -> set[tuple[str, int]]:
-    """Kafka's own list of running reassignments (ListPartitionReassignments)."""
-    return {(tp.topic, tp.partition) for tp in admin._admin.list_partition_reassignments()}
+    """Kafka's own list of running reassignments (ListPartitionReassignments; KafkaAdmin's call retries while the
+    client's metadata lacks a broker of a cluster just started)."""
+    return set(admin.reassignments())
 
 
 def _throttles(admin: KafkaAdmin, topics: list[str]) -> dict[str, dict[str, str]]:
     """The throttle keys Kafka describes (describe_configs) on the three brokers and `topics`."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
+    from kafka.errors import NodeNotReadyError, UnknownBrokerIdError
+
     resources = [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in BROKERS]
     resources += [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
-    return throttle_configs_of(admin._admin.describe_configs(resources))
+    for attempt in range(20):  # a broker resource goes to its broker: known to the client a moment after start
+        try:
+            return throttle_configs_of(admin._admin.describe_configs(resources))
+        except (UnknownBrokerIdError, NodeNotReadyError):
+            if attempt == 19:
+                raise
+            with contextlib.suppress(Exception):
+                admin._admin._client.cluster.request_update()
+            time.sleep(0.5)
 
 
 def _assert_equal(a, b) -> None:
@@ -98,10 +110,7 @@ def _kafka_tool_throttles(topic: str, rate: int) -> dict[str, dict[str, str]]:
 
 def _cleanup(admin: KafkaAdmin, topics: list[str]) -> None:
     """Nothing running, nothing throttled, the topics gone: whatever the test left."""
-    from kafka import TopicPartition
-    mine = [tp for tp in admin._admin.list_partition_reassignments() if tp.topic in topics]
-    if mine:
-        admin._admin.alter_partition_reassignments({TopicPartition(tp.topic, tp.partition): None for tp in mine})
+    admin.cancel_reassignments(k for k in _running(admin) if k[0] in topics)
     rates = dict.fromkeys([k for k in THROTTLE_KEYS if k.endswith("rate")] + [rw.LOG_DIR_RATE])
     admin.alter_config_keys({("broker", str(b)): rates for b in BROKERS})
     existing = set(admin.topic_names()) & set(topics)
