@@ -32,6 +32,8 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import kafka.errors as kerrors
 from kafka import TopicPartition as _TP
 from kafka.admin import ConfigResource, ConfigResourceType, ConfigSourceType, KafkaAdminClient
+from kafka.admin import AlterConfigOp  # the reassignment writes
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest as _AlterReassignments
 
 from core.errors import KeelError
 from core.kafka.bootstrap import parse_bootstrap
@@ -342,6 +344,46 @@ class KafkaAdmin:
         return {k: (None if got[k] is None else _describe(got[k])) if k in got
                 else "the controller did not answer for this partition" for k in keys}
 
+    # --- reassignment writes (the KRaft engine's, core.kafka.reassign_writes) ---------------------------
+
+    def alter_reassignments(self, targets: Mapping[TopicPartition, Sequence[int]]) -> dict[TopicPartition, str | None]:
+        """AlterPartitionReassignments with a target replica list per partition (KIP-455), as Kafka's tool starts a
+        reassignment: {partition: None, or Kafka's error for it, "ErrorName: Kafka's own message"}. The partitions
+        Kafka accepted are being reassigned even when others were refused."""
+        self.require_cancel()
+        wanted = {(str(t), int(p)): [int(b) for b in r] for (t, p), r in targets.items()}
+        if not wanted:
+            return {}
+        request = _AlterReassignments(timeout_ms=int(self.timeout * 1000), topics=_Client.
+                                      _process_alter_partition_reassignments_input({_TP(*k): r for k, r in wanted.items()}))
+        with self._translate("start the reassignment"):
+            response = self._to_controller(lambda: self._admin._manager.run(
+                self._admin._send_request_to_controller, request, lambda r: [kerrors.for_code(r.error_code)]))
+        got = {(t.name, p.partition_index): None if not p.error_code else  # kafka-python's call drops the message
+               (f"{_name(kerrors.for_code(p.error_code))}: {p.error_message}" if p.error_message
+                else _describe(kerrors.for_code(p.error_code))) for t in response.responses for p in t.partitions}
+        return {k: got[k] if k in got else "the controller did not answer for this partition" for k in sorted(wanted)}
+
+    def alter_config_keys(self, changes: Mapping[tuple[str, str], Mapping[str, str | None]], *,
+                          validate_only: bool = False) -> dict[tuple[str, str], str | None]:
+        """IncrementalAlterConfigs (Kafka 2.3+) of ("topic" | "broker", name) resources: SET each key to its value,
+        DELETE it for None; keys not named keep their values. {resource: None, or Kafka's error with its message}.
+        A broker's resource goes to that broker, as Kafka's Admin client sends it; each resource succeeds or fails
+        on its own."""
+        kinds = {"topic": ConfigResourceType.TOPIC, "broker": ConfigResourceType.BROKER}
+        asked = {(kind, str(name)): ConfigResource(kinds[kind], str(name), {
+            k: (AlterConfigOp.DELETE, None) if v is None else (AlterConfigOp.SET, str(v)) for k, v in keys.items()})
+            for (kind, name), keys in sorted(changes.items()) if keys}
+        if not asked:
+            return {}
+        with self._translate("change the topic and broker configs"):
+            # a broker just registered may be missing from the client's metadata: _to_controller's retry (SET and
+            # DELETE are idempotent, so resending to the brokers already answered is harmless)
+            answer = self._to_controller(lambda: self._admin.alter_configs(
+                list(asked.values()), validate_only=validate_only, raise_on_unknown=False, incremental=True))
+        results = {(kind, name): (answer.get(kind) or {}).get(name) for kind, name in asked}
+        return {k: None if v == "OK" else re.sub(r"^\[Error -?\d+\] ", "", v) if v else
+                "the brokers did not answer for it" for k, v in results.items()}
 
     # --- the brokers' own settings ----------------------------------------------------------------------
 
