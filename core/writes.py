@@ -7,14 +7,14 @@ the CLI draw and print a write the same way for a ZooKeeper-mode cluster and a K
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 from core.elections import Selection
-from core.plans import PartitionStatus, ReassignmentPlan, Throttles
-from core.errors import KeelError
+from core.plans import PartitionStatus, ReassignmentPlan, Throttles, parse_reassignment
+from core.errors import KeelError, ValidationError
 
 if TYPE_CHECKING:
-    from core.audit.store import Action
+    from core.audit.store import Action, Store
 
 # Kafka's own words (ReassignPartitionsCommand) for a second reassignment while one runs.
 IN_PROGRESS = "There is an existing assignment running."
@@ -130,3 +130,37 @@ class Cancelled:
     # (partition, order after the cancel, order before the reassignment, the reassignment's action id)
     reordered: tuple[tuple[tuple[str, int], tuple[int, ...], tuple[int, ...], int], ...]
     throttles_removed: bool
+
+
+# --- what both engines read back from the audit store (passed in: this module does no I/O) ----------------------
+
+
+def rollback_action(store: "Store", action_id: int) -> "Action":
+    """The recorded reassignment `action_id`, with a rollback; ValidationError otherwise."""
+    action = store.action(action_id)
+    if action is None or action.kind not in ("reassignment", "rollback") or not action.rollback:
+        raise ValidationError(f"action {action_id} is not a recorded reassignment with a rollback")
+    return action
+
+
+def reordered_by_cancel(store: "Store", cluster: str, cancelled: Mapping[tuple[str, int], Any]):
+    """Cancelled partitions whose replica order after the cancel differs from the order the latest recorded
+    reassignment of this cluster saved in its rollback."""
+    if not cancelled:
+        return ()
+    left = dict(cancelled)
+    out = []
+    for action in store.actions(cluster, limit=200):
+        if not left:
+            break
+        if action.kind not in ("reassignment", "rollback") or action.status != "applied" or not action.rollback:
+            continue
+        try:
+            before = parse_reassignment(action.rollback).assignment()
+        except KeelError:
+            continue
+        for key in [k for k in left if k in before]:
+            after = tuple(left.pop(key).origin)
+            if set(after) == set(before[key]) and after != tuple(before[key]):
+                out.append((key, after, tuple(before[key]), action.id))
+    return tuple(sorted(out))

@@ -58,9 +58,10 @@ from core.writes import (
     Cancelled,
     Executed,
     Verified,
+    reordered_by_cancel,
+    rollback_action,
     rollback_throttle,
 )
-from core.zk.reassign_writes import _reordered, _rollback_action  # store-only helpers, shared with the ZK engine
 
 Resource = tuple[str, str]  # ("topic" | "broker", name), as KafkaAdmin.alter_config_keys takes it
 Changes = dict[Resource, dict[str, str | None]]
@@ -308,7 +309,7 @@ def rollback(admin: KafkaAdmin, store: Store, action_id: int, *, cluster: str,
     """Execute the rollback saved with a reassignment, once that reassignment has finished, throttled at
     `throttle` B/s (None: unthrottled; by default the rate the reassignment ran with, see RollbackThrottle).
     The result's `rollback_throttle` says which."""
-    action = _rollback_action(store, action_id)
+    action = rollback_action(store, action_id)
     _refuse_another_cluster(admin, action, cluster)
     chosen = rollback_throttle(action, throttle)
     if admin.reassignments():
@@ -369,4 +370,4 @@ def cancel(admin: KafkaAdmin, store: Store, *, cluster: str, partitions: Iterabl
         removed = _remove_throttles_recorded(admin, store, sorted(topics), snap, cluster=cluster,
                                              summary="reassignment cancelled: throttles removed", actor=actor)
     return Cancelled(action_id, tuple(targets), tuple(k for k in requested if k not in running),
-                     _reordered(store, cluster, {k: running[k] for k in targets}), removed)
+                     reordered_by_cancel(store, cluster, {k: running[k] for k in targets}), removed)

@@ -23,7 +23,6 @@ from typing import Any, Iterable, Mapping, Protocol, Sequence
 from core import zkformat as zf
 from core.errors import (
     CorruptZnodeError,
-    KeelError,
     KRaftControllerError,
     PlanError,
     ReassignmentInProgressError,
@@ -68,6 +67,8 @@ from core.writes import (  # noqa: F401  (re-exported: what the pages and the CL
     RollbackThrottle,
     Verified,
     recorded_throttle,
+    reordered_by_cancel,
+    rollback_action,
     rollback_throttle,
 )
 
@@ -249,14 +250,6 @@ def verify(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster:
 
 # --- rollback -------------------------------------------------------------------------------------
 
-def _rollback_action(store: Store, action_id: int) -> Action:
-    """The recorded reassignment `action_id`, with a rollback; ValidationError otherwise."""
-    action = store.action(action_id)
-    if action is None or action.kind not in ("reassignment", "rollback") or not action.rollback:
-        raise ValidationError(f"action {action_id} is not a recorded reassignment with a rollback")
-    return action
-
-
 def _refuse_another_cluster(session: ZkSession, action: Action, cluster: str) -> None:
     """A rollback puts partitions back as they were on the cluster the reassignment ran on: refuse it on another
     one (the same name, or the same /cluster/id however the connect string was spelled)."""
@@ -283,7 +276,7 @@ def rollback(session: ZkSession, store: Store, action_id: int, *, cluster: str,
     """Execute the rollback saved with a reassignment, once that reassignment has finished, throttled at
     `throttle` B/s (None: unthrottled; by default the rate the reassignment ran with, see RollbackThrottle).
     The result's `rollback_throttle` says which."""
-    action = _rollback_action(store, action_id)
+    action = rollback_action(store, action_id)
     _refuse_another_cluster(session, action, cluster)
     chosen = rollback_throttle(action, throttle)
     if session.exists(zf.REASSIGN):
@@ -359,7 +352,7 @@ def cancel(session: ZkSession, store: Store, admin: ReassignmentAdmin, *, cluste
         removed = _remove_throttles_recorded(session, store, sorted(topics), snap, tree, cluster=cluster,
                                              summary="reassignment cancelled: throttles removed", actor=actor)
     return Cancelled(action_id, tuple(targets), tuple(k for k in requested if k not in running),
-                     _reordered(store, cluster, {k: running[k] for k in targets}), removed)
+                     reordered_by_cancel(store, cluster, {k: running[k] for k in targets}), removed)
 
 
 def _remove_throttles_recorded(session: ZkSession, store: Store, topics: list[str], snap: ClusterSnapshot,
@@ -376,26 +369,3 @@ def _remove_throttles_recorded(session: ZkSession, store: Store, topics: list[st
         raise
     store.finish(action, ok=True, result="removed" if removed else "no throttles were set")
     return removed
-
-
-def _reordered(store: Store, cluster: str, cancelled: Mapping[tuple[str, int], Any]):
-    """Cancelled partitions whose replica order after the cancel differs from the order the latest recorded
-    reassignment of this cluster saved in its rollback."""
-    if not cancelled:
-        return ()
-    left = dict(cancelled)
-    out = []
-    for action in store.actions(cluster, limit=200):
-        if not left:
-            break
-        if action.kind not in ("reassignment", "rollback") or action.status != "applied" or not action.rollback:
-            continue
-        try:
-            before = parse_reassignment(action.rollback).assignment()
-        except KeelError:
-            continue
-        for key in [k for k in left if k in before]:
-            after = tuple(left.pop(key).origin)
-            if set(after) == set(before[key]) and after != tuple(before[key]):
-                out.append((key, after, tuple(before[key]), action.id))
-    return tuple(sorted(out))
