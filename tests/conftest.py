@@ -145,7 +145,8 @@ def fresh_connections():
 #
 # `make test-fast` is `-m "not (kafka or browser or spark or slow)"`: the pure and ZooKeeper tests.
 # Under `-n N --dist loadgroup` (make test) a group runs on one worker: tests/kafka shares one cluster (three broker
-# JVMs, package-scoped), tests/fleet one SparkSession, and a module with a module-scoped fixture of its own (a
+# JVMs, package-scoped) and its KRaft tests their clusters (group kraft, on another worker), tests/fleet one
+# SparkSession, and a module with a module-scoped fixture of its own (a
 # server, a certificate) keeps it to one worker instead of starting it on each.
 
 HERE = Path(__file__).resolve().parent
@@ -196,7 +197,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             marks.add("spark")
         for mark in sorted(marks):
             item.add_marker(getattr(pytest.mark, mark))
-        if folder in FOLDER_GROUPS:
+        if folder == "kafka" and "kraft" in item.fixturenames:
+            # the KRaft clusters (tests/kafka/conftest.py `kraft`) beside, not after, the ZooKeeper-mode one
+            item.add_marker(pytest.mark.xdist_group("kraft"))
+        elif folder in FOLDER_GROUPS:
             item.add_marker(pytest.mark.xdist_group(FOLDER_GROUPS[folder]))
         elif function in SPARK_TESTS:
             item.add_marker(pytest.mark.xdist_group("spark"))
