@@ -38,6 +38,18 @@ def store(tmp_path) -> Store:
     return Store(tmp_path / "keel.sqlite")
 
 
+@pytest.fixture(autouse=True)
+def whole(admin: KafkaAdmin) -> None:
+    """Every node up and every replica in sync, as each broker answers (a test of another module may just have
+    restarted a node, which then catches up with the metadata log)."""
+    def check():
+        for _ in range(3):  # each read may reach another broker
+            snap = topic_writes.live_state(admin)
+            assert [b.id for b in snap.brokers if b.alive] == [1, 2, 3]
+            assert all(set(p.isr) == set(p.replicas) for p in snap.partitions())
+    eventually(check, timeout=120, interval=0.5)
+
+
 def kafka_partitions(admin: KafkaAdmin, topic: str) -> dict[int, tuple[list[int], int, list[int]]]:
     """{partition: (replicas, leader, isr)} as the brokers' metadata says (kafka-python's own describe)."""
     [meta] = admin._admin.describe_topics([topic])
@@ -161,7 +173,7 @@ def test_an_add_partitions_draft_made_before_the_topic_grew_is_refused(admin, st
     create(admin, store, topic, {0: [1, 2], 1: [2, 3]})
     draft = draft_add_partitions(topic_writes.live_state(admin), topic, 3, replica_assignment={2: [3, 1]})
     assert admin.create_partitions(topic, 4, [[1, 3], [2, 1]]) is None  # someone else grows it meanwhile
-    wait_until(lambda: len(kafka_partitions(admin, topic)) == 4)
+    wait_until(lambda: all(len(topic_writes.live_state(admin).topic(topic).partitions) == 4 for _ in range(3)))
     with pytest.raises(InvalidPartitionsError, match="It now has 4 partitions; the draft was made for 2"):
         topic_writes.add_partitions(admin, store, draft, cluster=CLUSTER)
     assert actions(store, "add-partitions") == []
@@ -255,7 +267,7 @@ def test_delete_topic_and_a_topic_recreated_since_the_read_is_not_deleted(admin,
     wait_until(lambda: other in admin.topic_names())
     refused = admin.delete_topic(other, kafka_uuid(old_id))
     assert refused is not None and refused[0] == "UNKNOWN_TOPIC_ID", refused
-    assert other in admin.topic_names()
+    wait_until(lambda: other in admin.topic_names())
 
 
 # --- preferred elections ---------------------------------------------------------------------------------------------
@@ -274,8 +286,12 @@ def test_preferred_election_moves_leadership_back_to_the_preferred_replica(admin
         assert not admin.reassignments([(topic, 0)])
     eventually(reordered, timeout=30, interval=0.3)
 
-    snap, selection = election_writes.plan_election(admin, topic=topic)
-    assert selection.partitions == [(topic, 0)] and selection.already_preferred == 2
+
+    def planned():  # as every broker answers
+        snap, selection = election_writes.plan_election(admin, topic=topic)
+        assert selection.partitions == [(topic, 0)] and selection.already_preferred == 2
+        return snap, selection
+    snap, selection = [eventually(planned, timeout=30, interval=0.3) for _ in range(3)][-1]
     assert selection == select(snap, topic=topic)
     triggered = election_writes.trigger(admin, store, cluster=CLUSTER, actor="dave", topic=topic)
     assert triggered.selection.partitions == [(topic, 0)]
