@@ -92,3 +92,33 @@ def test_an_election_kafka_refused_for_every_partition_raises_its_typed_error():
     assert type(error) is ValidationError and error.message.startswith("Kafka elected none of the 2 partitions: t-0")
     mixed = {**refused, ("u", 0): ("REASSIGNMENT_IN_PROGRESS", "moving")}
     assert type(_all_refused(mixed, refusals_text(mixed))) is KafkaAdminError
+
+
+def test_a_write_without_an_answer_is_recorded_as_failed_with_an_unknown_outcome(tmp_path):
+    from core.audit.store import Store
+    from core.kafka.admin import KafkaUnreachableError
+    from core.kafka.topic_writes import KafkaWriteOutcomeUnknownError, _send
+
+    store = Store(tmp_path / "keel.sqlite")
+
+    def begin():
+        return store.begin(cluster="k", kind="create-topic", target="t", summary="s", payload=[], rollback=None)
+
+    def no_answer():
+        raise KafkaUnreachableError("could not create topic t: no Kafka broker of h:1 answered within 10 s")
+
+    timed_out = begin()
+    with pytest.raises(KafkaWriteOutcomeUnknownError, match="the outcome of creating t is unknown: .*REQUEST_TIMED_OUT"):
+        _send(store, timed_out, lambda: ("REQUEST_TIMED_OUT", "Timed out."), "s", (), what="creating t",
+              check="kafka-topics.sh --describe")
+    silent = begin()
+    with pytest.raises(KafkaWriteOutcomeUnknownError, match="may still be carried out. Check with kafka-topics"):
+        _send(store, silent, no_answer, "s", (), what="creating t", check="kafka-topics.sh --describe")
+    refused = begin()
+    with pytest.raises(TopicExistsError):
+        _send(store, refused, lambda: ("TOPIC_ALREADY_EXISTS", "Topic 't' already exists."), "s", (),
+              what="creating t", check="-")
+    rows = {a.id: a for a in store.actions("k")}
+    assert [rows[i].status for i in (timed_out, silent, refused)] == ["failed"] * 3
+    assert "unknown" in rows[timed_out].result and "unknown" in rows[silent].result
+    assert rows[refused].result == "Topic 't' already exists."
