@@ -44,7 +44,8 @@ class WriteRequests:
     def create_partitions(self, name: str, total: int, new_assignment: Sequence[Sequence[int]], *,
                           validate_only: bool = False) -> KafkaRefusal | None:
         """CreatePartitions growing `name` to `total`, the new partitions on `new_assignment` (in partition order).
-        Kafka refuses it (INVALID_PARTITIONS) when the topic does not have total - len(new_assignment) partitions."""
+        Kafka refuses it when the topic no longer has total - len(new_assignment) partitions: INVALID_PARTITIONS when
+        it has `total` or more, INVALID_REPLICA_ASSIGNMENT when the assignments no longer match the partitions to add."""
         request = {name: {"count": int(total), "assignments": [[int(b) for b in reps] for reps in new_assignment]}}
         with self._translate(f"add partitions to topic {name}"):
             answer = self._to_controller(lambda: self._admin.create_partitions(
