@@ -39,6 +39,7 @@ from core.errors import KeelError
 from core.kafka.bootstrap import parse_bootstrap
 from core.kafka.client_config import ClientConfigError, KafkaClientSecurity
 from core.kafka.logdirs import LogDir, LogDirs, Replica
+from core.kafka.write_requests import WriteRequests
 
 __all__ = ["DEFAULT_TIMEOUT", "CANCEL_SINCE", "KafkaAdmin", "Reassigning", "KafkaAdminError",
            "KafkaUnreachableError", "KafkaUnsupportedError", "connect"]
@@ -154,7 +155,7 @@ def _security_kwargs(security: KafkaClientSecurity | None) -> dict:
 _client_ids = itertools.count(1)
 
 
-class KafkaAdmin:
+class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.write_requests
     """One Admin API client for the brokers of `bootstrap` ("host:port,host:port"), connecting as `security`
     says (Kafka's client properties, core.kafka.client_config; None: PLAINTEXT). Close it (or use `with`)."""
 
