@@ -177,16 +177,17 @@ def last_election(snap: ClusterSnapshot) -> None:
         head[0].markdown(f"**Election #{last['action_id']}** — {md(last['scope'])}: **{elected:,} of {len(outs):,}** "
                          "partitions now led by their preferred replica")
         head[1].button("Dismiss", key="ld_dismiss", on_click=_dismiss, width="stretch")
+        done_how = ("the controller ran the election (ElectLeaders)" if snap.is_kraft
+                    else "the controller removed /admin/preferred_replica_election")
         if pending:
             st.info("In flight: /admin/preferred_replica_election is still there; the controller has not finished. "
                     "This table updates live.", icon=":material/hourglass_top:")
         elif elected == len(outs):
-            st.success("Done: the controller removed /admin/preferred_replica_election and every partition is led "
-                       "by its preferred replica.", icon=":material/check_circle:")
+            st.success(f"Done: {done_how} and every partition is led by its preferred replica.",
+                       icon=":material/check_circle:")
         else:
-            st.warning(f"Done: the controller removed /admin/preferred_replica_election; {len(outs) - elected:,} "
-                       "partition(s) are still not led by their preferred replica (see why below).",
-                       icon=":material/warning:")
+            st.warning(f"Done: {done_how}; {len(outs) - elected:,} partition(s) are still not led by their "
+                       "preferred replica (see why below).", icon=":material/warning:")
         df = pd.DataFrame([{"Topic": o.topic, "Partition": o.partition,
                             "Outcome": "elected" if o.elected else ("waiting" if pending else "not elected"),
                             "Leader": "none" if o.leader == NO_LEADER else str(o.leader), "Detail": o.detail}

@@ -179,14 +179,16 @@ def live() -> None:
     ip = snap.in_progress
     o = ui.metric_row()
     ui.metric(o, "Reassignment", f"{len(ip.reassignment):,}",
-                help="Partitions listed in /admin/reassign_partitions"
+                help=("Partitions the controller is reassigning (ListPartitionReassignments)" if snap.is_kraft
+                      else "Partitions listed in /admin/reassign_partitions")
                      + (f"; {summary.reassigning_partitions:,} with adding/removing replicas"
                         if summary.reassigning_partitions else ""))
-    ui.metric(o, "Preferred election", f"{len(ip.preferred_election):,}",
-                help="Partitions listed in /admin/preferred_replica_election")
-    ui.metric(o, "Topic deletions", f"{len(ip.deletion):,}", help="Topics under /admin/delete_topics")
+    if not snap.is_kraft:  # KRaft elects and deletes at once: no /admin node to wait on
+        ui.metric(o, "Preferred election", f"{len(ip.preferred_election):,}",
+                    help="Partitions listed in /admin/preferred_replica_election")
+        ui.metric(o, "Topic deletions", f"{len(ip.deletion):,}", help="Topics under /admin/delete_topics")
     if not (ip.reassignment or ip.preferred_election or ip.deletion or summary.reassigning_partitions):
-        st.caption("None: no /admin node is pending.")
+        st.caption("None: no reassignment is running." if snap.is_kraft else "None: no /admin node is pending.")
     if ip.reassignment:
         with st.expander(f"Reassignment of {len(ip.reassignment):,} partition(s)", icon=":material/swap_horiz:"):
             rows = [{"Topic": r.topic, "Partition": r.partition, "Target replicas": ", ".join(map(str, r.replicas))}

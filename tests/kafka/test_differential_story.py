@@ -95,7 +95,8 @@ def _story(side: Side, tmp_path: Path) -> dict:
     side.ok("create-topic", "--topic", topic, "--replica-assignment", "1:2,2:3,3:1", "--config", "retention.ms=3600000")
     shown["created"] = _settled(side, topic, _full_isr)
 
-    side.ok("add-partitions", "--topic", topic, "--partitions", "4", "--replica-assignment", "1:3")
+    side.ok("add-partitions", "--topic", topic, "--partitions", "4", "--replica-assignment",
+            "1:2,2:3,3:1,1:3")  # as kafka-topics takes it: every partition, the existing ones first
     shown["grown"] = _settled(side, topic, lambda v: _full_isr(v) and len(v["partitions"]) == 4)
 
     side.ok("alter-config", "--topic", topic, "--add-config", "cleanup.policy=compact", "--delete-config",

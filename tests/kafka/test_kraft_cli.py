@@ -100,3 +100,46 @@ def test_without_zk_or_brokers_the_read_commands_say_what_to_give():
         code, out, err = keel(*argv)
         assert code == 2 and out == ""  # a usage error, as argparse's
         assert "--zk CONNECT" in err and "--bootstrap-server HOST:PORT" in err, (argv, err)
+
+
+def test_writes_through_the_brokers_pass_the_same_gate(kraft: KraftCluster, tmp_path, monkeypatch):
+    """--bootstrap-server without --zk writes: keel.toml's read_only and roles bind it on the cluster the brokers are
+    (however the list is spelled), refusals are recorded, an admitted write names actor, role and the cluster's id."""
+    from core.audit.store import Store
+
+    monkeypatch.setenv("KEEL_ACTOR", "sam")
+    store = tmp_path / "keel.sqlite"
+    config = tmp_path / "keel.toml"
+    monkeypatch.setenv("KEEL_CONFIG", str(config))
+    # the brokers spelled in another order than keel.toml lists them: still cluster k
+    spelled = ",".join(reversed(kraft.bootstrap_servers.split(",")))
+    topic = f"gate-{uuid.uuid4().hex[:6]}"
+    argv = ("create-topic", "--bootstrap-server", spelled, "--topic", topic, "--partitions", "2",
+            "--replication-factor", "2", "--store", str(store))
+
+    def configured(access: str, read_only: bool = False) -> None:
+        config.write_text(f'[keel]\nrole = "viewer"\nread_only = {str(read_only).lower()}\n[auth]\nmode = "oidc"\n'
+                          f'{access}\n[clusters.k]\nbootstrap = "{kraft.bootstrap_servers}"\n')
+
+    configured('[access]\noperator = ["cli:ops"]')  # sam is no operator
+    code, out, err = keel(*argv)
+    assert code == 1 and "the role of sam on cluster k is 'viewer'" in err, err
+    configured('[access]\noperator = ["cli"]', read_only=True)
+    code, out, err = keel(*argv)
+    assert code == 1 and "read-only" in err, err
+    with KafkaAdmin(kraft.bootstrap_servers, timeout=20) as admin:
+        assert topic not in admin.topic_names()  # nothing was written
+
+    configured('[access]\noperator = ["cli"]')
+    code, out, err = keel(*argv)
+    assert code == 0, err
+    created, *refused = Store(store).actions()
+    assert [(a.kind, a.status) for a in refused] == [("refused", "failed")] * 2
+    assert (created.kind, created.status, created.actor, created.source, created.role, created.cluster) == \
+        ("create-topic", "applied", "sam", "cli", "operator", "k")
+    with KafkaAdmin(kraft.bootstrap_servers, timeout=20) as admin:
+        assert created.cluster_id == admin.describe_cluster()["cluster_id"]
+
+        def present():
+            assert topic in admin.topic_names()
+        eventually(present, timeout=20)
