@@ -244,18 +244,21 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
         except (RuntimeError, ValueError, OSError) as e:  # kafka-python's own ("Failed to find active controller")
             raise KafkaAdminError(f"could not {what} through {self.bootstrap}: {e}") from None
 
-    def _to_controller(self, call):
+    def _to_controller(self, call, *, resend: bool = True):
         """`call()`, a request kafka-python sends to the controller it found once and kept. Under KRaft that is a
-        broker DescribeCluster named at random; when it has gone (stopped, fenced) the request is not sent
-        (UnknownBrokerId, NodeNotReady): ask for the controller again and send it once more. A broker that has just
-        registered may be named before the client's metadata lists it: a few more tries, 0.2 s apart growing, for at
-        most the request timeout."""
+        broker DescribeCluster named at random; when it has gone (stopped, fenced, killed) the request is not sent
+        (UnknownBrokerId, NodeNotReady) or its connection is refused: ask for the controller again and send it once
+        more (without this, a view whose "controller" broker died failed every poll until the process restarted). A
+        broker that has just registered may be named before the client's metadata lists it: a few more tries, 0.2 s
+        apart growing, for at most the request timeout. `resend=False` for a request that is not the same when sent
+        twice (a create, a delete): a refused connection may have dropped after the request went out, so it is not
+        sent again."""
         deadline = time.monotonic() + self.timeout
         for attempt in itertools.count(1):
             try:
                 return call()
-            except (kerrors.UnknownBrokerIdError, kerrors.NodeNotReadyError):
-                if attempt >= 5 or time.monotonic() + 0.2 * attempt > deadline:
+            except (kerrors.UnknownBrokerIdError, kerrors.NodeNotReadyError, kerrors.KafkaConnectionError) as e:
+                if attempt >= 5 or (not resend and isinstance(e, kerrors.KafkaConnectionError)) or time.monotonic() + 0.2 * attempt > deadline:
                     raise
                 self._admin._controller_id = None
                 with contextlib.suppress(Exception):

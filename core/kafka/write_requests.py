@@ -38,7 +38,8 @@ class WriteRequests:
                           "configs": {str(k): str(v) for k, v in config.items()}}}
         with self._translate(f"create topic {name}"):
             answer = self._to_controller(lambda: self._admin.create_topics(
-                request, timeout_ms=self._server_ms(), validate_only=validate_only, raise_errors=False))
+                request, timeout_ms=self._server_ms(), validate_only=validate_only, raise_errors=False),
+                resend=validate_only)  # sent twice, a create would find what it created: not resent
         return refusal_of(answer.get("topics") or (), name)
 
     def create_partitions(self, name: str, total: int, new_assignment: Sequence[Sequence[int]], *,
@@ -49,7 +50,8 @@ class WriteRequests:
         request = {name: {"count": int(total), "assignments": [[int(b) for b in reps] for reps in new_assignment]}}
         with self._translate(f"add partitions to topic {name}"):
             answer = self._to_controller(lambda: self._admin.create_partitions(
-                request, timeout_ms=self._server_ms(), validate_only=validate_only, raise_errors=False))
+                request, timeout_ms=self._server_ms(), validate_only=validate_only, raise_errors=False),
+                resend=validate_only)  # sent twice, a create would find what it created: not resent
         return refusal_of(answer.results, name)
 
     def alter_topic_config(self, name: str, changes: Mapping[str, str | None], *,
@@ -75,7 +77,7 @@ class WriteRequests:
         of that name is another one now)."""
         with self._translate(f"delete topic {name}"):
             answer = self._to_controller(lambda: self._admin.delete_topics(
-                [topic_id or name], timeout_ms=self._server_ms(), raise_errors=False))
+                [topic_id or name], timeout_ms=self._server_ms(), raise_errors=False), resend=False)  # not resent: see _to_controller
         rows = list(answer.get("topics") or ())
         if topic_id is not None and len(rows) == 1:  # by id: a refused row may not carry the name
             return refusal(rows[0].get("error_code"), rows[0].get("error_message"))
