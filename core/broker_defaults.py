@@ -275,21 +275,24 @@ def _ids(ids: Iterable[int]) -> str:
     return ("broker " if len(ids) == 1 else "brokers ") + ", ".join(map(str, ids))
 
 
-def _where(m: MinIsr) -> str:
+def _where(m: MinIsr, kraft: bool = False) -> str:
     if m.source == ASSUMED:
         return f"assumed: {m.synonym}"
-    if m.source == DYNAMIC_BROKER:
-        return f"{m.source}, /config/brokers/<id>"
+    if m.source == DYNAMIC_BROKER:  # KRaft keeps it in the metadata log: named as kafka-configs sets it
+        return f"{m.source}, " + ("kafka-configs --entity-type brokers --entity-name <id>" if kraft
+                                  else "/config/brokers/<id>")
     if m.source == DYNAMIC_DEFAULT:
-        return f"{m.source}, /config/brokers/<default>"
+        return f"{m.source}, " + ("kafka-configs --entity-type brokers --entity-default" if kraft
+                                  else "/config/brokers/<default>")
     return m.source
 
 
 def min_isr_basis(defaults: BrokerDefaults, dynamic: Mapping[str, Mapping[str, str]],
-                  brokers: Iterable[int]) -> MinIsrBasis:
+                  brokers: Iterable[int], *, kraft: bool = False) -> MinIsrBasis:
     """The min.insync.replicas each of `brokers` applies to topics without an override, and one paragraph saying so:
     the value and its source, which brokers differ (each partition is checked against its leader's), and what is
-    assumed when the brokers' own settings are unknown (and why)."""
+    assumed when the brokers' own settings are unknown (and why). `kraft`: the dynamic settings are named as
+    kafka-configs sets them, not by the znodes a KRaft cluster does not have."""
     per = {b: broker_min_isr(defaults, dynamic, b) for b in sorted(set(brokers))}
     if not per:
         per = {-1: broker_min_isr(defaults, dynamic, None)}
@@ -300,10 +303,10 @@ def min_isr_basis(defaults: BrokerDefaults, dynamic: Mapping[str, Mapping[str, s
     assumed = any(m.source == ASSUMED for m in per.values())
     if len(values) == 1:
         (value, source, synonym), _ = next(iter(groups.items()))
-        where = "; ".join(sorted({_where(m) for m in per.values()}))
+        where = "; ".join(sorted({_where(m, kraft) for m in per.values()}))
         text = f"Topics without a min.insync.replicas override are checked against {value} ({where})."
     else:
-        parts = [f"{value} on {_ids(bs) if -1 not in bs else 'the others'} ({_where(MinIsr(value, source, synonym))})"
+        parts = [f"{value} on {_ids(bs) if -1 not in bs else 'the others'} ({_where(MinIsr(value, source, synonym), kraft)})"
                  for (value, source, synonym), bs in sorted(groups.items(), key=lambda kv: kv[1])]
         text = ("The brokers apply different min.insync.replicas to topics without an override: " + "; ".join(parts)
                 + ". Each partition is checked against its leader's value (the leader enforces it).")

@@ -267,7 +267,7 @@ def min_isr_rule(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = No
 def min_isr_note(snapshot: ClusterSnapshot, defaults: BrokerDefaults | None = None) -> MinIsrBasis:
     """What topics without an override are checked against, per live broker, in words (pages, `describe`)."""
     return min_isr_basis(defaults if defaults is not None else BrokerDefaults(), snapshot.broker_configs,
-                         snapshot.alive_broker_ids or {b.id for b in snapshot.brokers})
+                         snapshot.alive_broker_ids or {b.id for b in snapshot.brokers}, kraft=snapshot.is_kraft)
 
 
 # --- kafka-topics --describe filters ---------------------------------------------------------

@@ -81,9 +81,10 @@ def config_table(snap: ClusterSnapshot, broker_id: int) -> pd.DataFrame:
     """The broker's dynamic configs: its own (/config/brokers/<id>) over the cluster default (<default>)."""
     own = dict(snap.broker_configs.get(str(broker_id), {}))
     default = dict(snap.broker_configs.get("<default>", {}))
-    rows = [{"Key": k, "Value": v, "Source": f"broker {broker_id} (/config/brokers/{broker_id})"}
-            for k, v in sorted(own.items())]
-    rows += [{"Key": k, "Value": v, "Source": "cluster default (/config/brokers/<default>)"}
+    # KRaft keeps them in its metadata log, not in znodes: only the ZooKeeper paths are worth naming
+    mine, shared = (("", "") if snap.is_kraft else (f" (/config/brokers/{broker_id})", " (/config/brokers/<default>)"))
+    rows = [{"Key": k, "Value": v, "Source": f"broker {broker_id}{mine}"} for k, v in sorted(own.items())]
+    rows += [{"Key": k, "Value": v, "Source": f"cluster default{shared}"}
              for k, v in sorted(default.items()) if k not in own]
     return pd.DataFrame(rows, columns=CONFIG_COLUMNS)
 
@@ -164,7 +165,9 @@ def live() -> None:
         st.subheader("Dynamic configs", anchor=False)
         configs = config_table(snap, broker_id)
         if configs.empty:
-            st.caption("None: neither /config/brokers/" + str(broker_id) + " nor /config/brokers/<default> sets "
+            st.caption("None: neither this broker's dynamic settings nor the cluster default set anything "
+                       "(kafka-configs --entity-type brokers; server.properties is not shown)." if snap.is_kraft else
+                       "None: neither /config/brokers/" + str(broker_id) + " nor /config/brokers/<default> sets "
                        "anything (server.properties is not in ZooKeeper).")
         else:
             st.dataframe(configs, hide_index=True, key="broker_configs",

@@ -140,6 +140,9 @@ def test_the_note_says_what_topics_are_checked_against_and_why():
     dyn = min_isr_basis(unknown("no bootstrap"), {"<default>": {"min.insync.replicas": "2"}}, [1, 2])
     assert not dyn.assumed and dyn.text == ("Topics without a min.insync.replicas override are checked against 2 "
                                             "(DYNAMIC_DEFAULT_BROKER_CONFIG, /config/brokers/<default>).")
+    # a KRaft cluster has no such znode: named as kafka-configs sets it
+    kraft = min_isr_basis(unknown("no bootstrap"), {"<default>": {"min.insync.replicas": "2"}}, [1, 2], kraft=True)
+    assert kraft.text.endswith("(DYNAMIC_DEFAULT_BROKER_CONFIG, kafka-configs --entity-type brokers --entity-default).")
 
 
 # --- the effective config ----------------------------------------------------------------------------------------

@@ -56,8 +56,9 @@ def test_describe_through_the_brokers_prints_what_kafka_topics_prints(kraft: Kra
     assert code == 0, err
     # the ELR columns included (KIP-966): a KRaft cluster answers them through DescribeTopicPartitions
     ours = [line for line in out.splitlines() if line.strip()]
-    theirs = by_topic([line for line in kafka_topics(kraft, "--describe", "--topic", pattern).splitlines()
-                       if line.strip()])
+    # kafka-topics asks one broker, which may not have applied the new topics yet ("does not exist as expected")
+    described = eventually(lambda: kafka_topics(kraft, "--describe", "--topic", pattern), timeout=30, interval=1)
+    theirs = by_topic([line for line in described.splitlines() if line.strip()])
     assert without_configs(ours) == without_configs(theirs)
     assert all("\tElr: " in line and "\tLastKnownElr: " in line for line in ours if line.startswith("\t"))
     assert f"Topic: kc-a-{suffix}\t" in out and "Configs: min.insync.replicas=2" in out
@@ -143,3 +144,38 @@ def test_writes_through_the_brokers_pass_the_same_gate(kraft: KraftCluster, tmp_
         def present():
             assert topic in admin.topic_names()
         eventually(present, timeout=20)
+
+
+def test_a_replica_moves_between_log_dirs_through_the_brokers_alone(kraft: KraftCluster, tmp_path, monkeypatch):
+    """log-dirs-execute without --zk: the gate reads the KRaft cluster through its brokers, the move is made with
+    AlterReplicaLogDirs and recorded."""
+    from kafka.admin import NewTopic
+
+    from core.audit.store import Store
+    from core.kafka.jbod import describe
+
+    monkeypatch.delenv("KEEL_CONFIG", raising=False)
+    topic = f"kjbod-{uuid.uuid4().hex[:6]}"
+    with KafkaAdmin(kraft.bootstrap_servers, timeout=20) as admin:
+        admin._admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2]})])
+
+        def placed() -> str:
+            where = describe(admin).location()
+            assert (topic, 0, 1) in where
+            return where[(topic, 0, 1)]
+        source = eventually(placed, timeout=30, interval=0.5)
+        dirs = {d.path for d in admin.log_dirs([1]).dirs}
+    assert len(dirs) == 2, dirs  # the fixture's two log dirs per node
+    target = next(d for d in sorted(dirs) if d != source)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": [target, "any"]}]}))
+    store = tmp_path / "keel.sqlite"
+    code, out, err = keel("log-dirs-execute", "--bootstrap-server", kraft.bootstrap_servers, "--reassignment-json-file",
+                          str(plan), "--timeout", "60", "--store", str(store))
+    assert code == 0, out + err
+    assert "all 1 replica(s) are in their target directories" in out
+    with KafkaAdmin(kraft.bootstrap_servers, timeout=20) as admin:
+        assert describe(admin).location()[(topic, 0, 1)] == target
+    [moved] = Store(store).actions()
+    assert (moved.kind, moved.status) == ("log-dir-move", "applied")
