@@ -127,3 +127,101 @@ def test_a_broker_list_that_does_not_answer_says_so_and_no_live_view(tmp_path, m
         assert "Live ·" not in _text(at)
     finally:
         st.cache_resource.clear()
+
+
+def _created(kraft: KraftCluster, assignment: dict[int, list[int]]) -> str:
+    from kafka.admin import NewTopic
+
+    name = f"kp-{uuid.uuid4().hex[:6]}"
+    with KafkaAdmin(kraft.bootstrap_servers, timeout=20) as admin:
+        admin._admin.create_topics([NewTopic(name, replica_assignments=assignment)])
+    conn = frame.connection(load_config().clusters["k"])
+    conn.live.wait_for(lambda s: (t := s.topic(name)) is not None and all(
+        set(p.isr) == set(p.replicas) for p in t.partitions), timeout=30)
+    return name
+
+
+def test_grow_and_delete_a_topic_from_the_topics_page(kraft_app: KraftCluster):
+    from core.audit.store import Store
+
+    name = _created(kraft_app, {0: [1, 2], 1: [2, 3]})
+    at = _run("views/topics.py")
+    at.selectbox(key="topic").select(name).run()
+    at.text_input(key=f"ap_total::{name}::2").input("3").run()
+    [confirm] = [c for c in at.checkbox if str(c.key).startswith("ap_confirm::")]
+    confirm.check().run()
+    at.button(key="ap_apply").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    with KafkaAdmin(kraft_app.bootstrap_servers, timeout=20) as admin:
+        def grown():
+            [t] = admin.topic_partitions([name])
+            assert len(t["partitions"]) == 3
+        eventually(grown, timeout=30, interval=0.5)
+
+    at = _run("views/topics.py")
+    at.selectbox(key="topic").select(name).run()
+    at.text_input(key=f"del_confirm::{name}").input(name).run()
+    at.button(key="del_apply").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    with KafkaAdmin(kraft_app.bootstrap_servers, timeout=20) as admin:
+        def gone():
+            assert name not in admin.topic_names()
+        eventually(gone, timeout=30, interval=0.5)
+    assert [(a.kind, a.status) for a in Store().actions(kind=("add-partitions", "delete-topic"))] == \
+        [("delete-topic", "applied"), ("add-partitions", "applied")]
+
+
+def test_a_preferred_election_from_the_leaders_page(kraft_app: KraftCluster):
+    """A partition whose replica order was changed (no data moves: the same replicas) is led by its old leader, no
+    longer its preferred one; the page's election gives it back to the preferred replica through ElectLeaders."""
+    from kafka import TopicPartition
+
+    name = _created(kraft_app, {0: [1, 2, 3]})
+    with KafkaAdmin(kraft_app.bootstrap_servers, timeout=20) as admin:
+        admin._admin.alter_partition_reassignments({TopicPartition(name, 0): [2, 1, 3]})
+    conn = frame.connection(load_config().clusters["k"])
+    conn.live.wait_for(lambda s: (p := s.topic(name).partitions[0]).replicas == (2, 1, 3) and p.leader == 1
+                       and not s.in_progress.reassignment, timeout=30)
+    at = _run("views/leaders.py")
+    at.radio(key="scope").set_value("One topic").run()
+    at.selectbox(key="topic").select(name).run()
+    [confirm] = [c for c in at.checkbox if str(c.key).startswith("ld_confirm_")]
+    confirm.check().run()
+    at.button(key="ld_elect").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("ElectLeaders" in str(s.value) for s in at.success), [s.value for s in at.success]
+    conn.live.wait_for(lambda s: s.topic(name).partitions[0].leader == 2, timeout=30)
+
+
+def test_execute_verify_and_roll_back_from_the_reassign_page(kraft_app: KraftCluster):
+    """The Reassign page on a KRaft cluster: an imported plan executed, verified once complete and rolled back, all
+    through the brokers (AlterPartitionReassignments), each step recorded."""
+    import json
+
+    from core.audit.store import Store
+    from dashboard.reassign import plan_view
+
+    name = _created(kraft_app, {0: [1, 2]})
+    conn = frame.connection(load_config().clusters["k"])
+    at = _run("reassign/page.py")
+    at.radio(key="goal").set_value(plan_view.GOAL_IMPORT).run()
+    at.text_area(key="ra_import_text").input(json.dumps(
+        {"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": [2, 3]}]})).run()
+    [confirm] = [c for c in at.checkbox if str(c.key).startswith("ra_confirm_")]
+    confirm.check().run()
+    at.button(key="ra_execute").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    conn.live.wait_for(lambda s: (p := s.topic(name).partitions[0]).replicas == (2, 3) and set(p.isr) == {2, 3}
+                       and not s.in_progress.reassignment, timeout=60)
+
+    at.run()
+    at.button(key="ra_verify").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [rollback] = [c for c in at.checkbox if str(c.key).startswith("ra_roll_confirm_")]
+    rollback.check().run()
+    at.button(key="ra_rollback").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    conn.live.wait_for(lambda s: (p := s.topic(name).partitions[0]).replicas == (1, 2) and set(p.isr) == {1, 2}
+                       and not s.in_progress.reassignment, timeout=60)
+    kinds = [(a.kind, a.status) for a in reversed(Store().actions())]
+    assert kinds == [("reassignment", "applied"), ("remove-throttles", "applied"), ("rollback", "applied")], kinds

@@ -136,7 +136,10 @@ def test_create_is_refused_when_the_name_exists_and_nothing_is_recorded(admin, s
     with pytest.raises(TopicExistsError, match=f"Topic '{topic}' already exists"):
         topic_writes.create_topic(admin, store, draft, cluster=CLUSTER)
     assert actions(store, "create-topic") == []
-    assert eventually(lambda: kafka_partitions(admin, topic))[0][0] == [3, 1]  # theirs, untouched
+
+    def theirs_untouched():  # as every broker answers once it has applied the topic
+        assert kafka_partitions(admin, topic).get(0, ([],))[0] == [3, 1]
+    eventually(theirs_untouched, timeout=15, interval=0.3)
 
     # Kafka's own refusals (what reaches the write when the re-read raced), in Kafka's words and Keel's types
     refused = admin.create_topic(topic, {0: [1, 2]}, {}, validate_only=True)
@@ -297,7 +300,10 @@ def test_preferred_election_moves_leadership_back_to_the_preferred_replica(admin
     assert triggered.selection.partitions == [(topic, 0)]
     done, found = election_writes.wait_for_outcome(admin, [(topic, 0)], timeout=30)
     assert done and [(o.topic, o.partition, o.elected, o.leader) for o in found] == [(topic, 0, True, 2)]
-    assert kafka_partitions(admin, topic)[0][1] == 2  # Kafka says so too
+
+    def kafka_agrees():  # Kafka says so too, once the broker asked has applied the leader change
+        assert kafka_partitions(admin, topic)[0][1] == 2
+    eventually(kafka_agrees, timeout=15, interval=0.3)
 
     [row] = actions(store, "preferred-election")
     assert (row.id, row.target, row.status, row.actor) == (triggered.action_id, f"topic {topic}", "applied", "dave")
