@@ -135,6 +135,7 @@ def _created(kraft: KraftCluster, assignment: dict[int, list[int]]) -> str:
     name = f"kp-{uuid.uuid4().hex[:6]}"
     with KafkaAdmin(kraft.bootstrap_servers, timeout=20) as admin:
         admin._admin.create_topics([NewTopic(name, replica_assignments=assignment)])
+    _run()  # the app opens the connection
     conn = frame.connection(load_config().clusters["k"])
     conn.live.wait_for(lambda s: (t := s.topic(name)) is not None and all(
         set(p.isr) == set(p.replicas) for p in t.partitions), timeout=30)
