@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.cli import cluster, exits, leaders, ops, reassign, topics
+from core.cli import cluster, drift, exits, leaders, ops, reassign, topics
 from core.cli.common import run_command
 from core.cli import fleet as fleet_commands
 
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (cluster, topics, leaders, reassign, fleet_commands):
         module.register(sub)
     ops.register(sub)  # issue 18: capacity, racks, rolling restarts, JBOD, state changes, consumer groups, migration
+    drift.register(sub)  # issue 27: ZooKeeper against the brokers during a migration's dual-write
     exits.add_epilogs(parser)
     return parser
 

@@ -31,6 +31,8 @@ SPECIFIC: dict[str, dict[int, str]] = {
                       3: "not safe to stop it now (after --wait seconds, when given)"},
     "log-dirs-execute": {1: "also: a broker refused a move, or moves not finished within --timeout"},
     "fleet collect": {1: "also: a cluster could not be read (the others were collected)"},
+    "migration-drift": {0: "no difference between ZooKeeper and the brokers lasted --lasting seconds (default 30)",
+                        3: "a difference lasted --lasting seconds or more (each is listed with its age)"},
 }
 
 
