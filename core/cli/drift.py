@@ -43,7 +43,7 @@ def cmd_migration_drift(args: argparse.Namespace) -> int:
     with zk_session(args) as session, kafka_admin(args, "migration-drift") as admin:
         for n in range(1, reads + 1):
             started = time.monotonic()
-            report = read_drift(session, admin, tracker, cluster=args.zk)
+            report = read_drift(session, admin, tracker, started, cluster=args.zk)
             if reads > 1:
                 print(f"read {n}/{reads}: {len(report.aged)} difference(s), {len(report.lasting)} lasting",
                       file=sys.stderr)

@@ -45,10 +45,12 @@ def compare(session: "ZkSession", admin: "KafkaAdmin", *, cluster: str = "",
 
 def read_drift(session: "ZkSession", admin: "KafkaAdmin", tracker: DriftTracker, now: float | None = None, *,
                cluster: str = "", settle: float = SETTLE_SECONDS) -> DriftReport:
-    """Compare both sides and feed `tracker`: each difference with its age at `now` (default time.monotonic(),
-    the clock the tracker must always be given)."""
+    """Compare both sides and feed `tracker`: each difference with its age at `now` (default time.monotonic() as
+    the reading starts: the clock the tracker must always be given). Stamped at the start, so that reads started S
+    seconds apart are S seconds apart in the ages, however long each took."""
+    at = time.monotonic() if now is None else now
     found = compare(session, admin, cluster=cluster, settle=settle)
-    return tracker.update(found, time.monotonic() if now is None else now)
+    return tracker.update(found, at)
 
 
 __all__ = ["SETTLE_SECONDS", "compare", "read_both", "read_drift"]
