@@ -1,8 +1,8 @@
 """The drift section of the Migration page (issue 27, item 3): during dual-write, every difference between what
 ZooKeeper holds and what the brokers serve, with its age, and a warning for those that last.
 
-`drift_section(ctx)` draws it (the Migration page calls it, at the top level of the page: it is a fragment of its
-own that reads both sides again every READ_SECONDS while the page is open). The reading and the tracker are the
+`drift_section(ctx)` draws it (the Migration page calls it; it is a fragment of its own, nested fine in a live
+fragment, that reads both sides again every READ_SECONDS while the page is open). The reading and the tracker are the
 engine's (core.cluster.drift, core.migration_drift); the tracker lives in the connection's memo, so every browser
 session sees the same ages, and a read is shared by the sessions asking within READ_SECONDS. ZooKeeper is read
 through the live view's session, the brokers through a short-lived Admin client (the cluster's command_config).
