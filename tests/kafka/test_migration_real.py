@@ -131,7 +131,7 @@ class Keel:
 
     def _tree(self) -> dict:
         with ZkSession.open(self.connect) as s:
-            return {"topics": sorted(s.children(zf.BROKER_TOPICS) or ()),
+            return {"topics": sorted(s.children("/brokers/topics") or ()),
                     "configs": sorted(s.children("/config/topics") or ()),
                     "admin": sorted(s.children("/admin") or ()),
                     "changes": sorted(s.children("/config/changes") or ())}
