@@ -35,7 +35,7 @@ from typing import Callable
 
 from core import zkformat as zf
 from core.errors import KeelError
-from sandbox.processes.common import HOST, free_port, log_tail
+from sandbox.processes.common import HOST, free_port, log_tail, pid_alive
 from sandbox.processes.kafka import BrokerInfo, KafkaCluster
 from sandbox.processes.kafka_setup import KafkaRunError, _port_open
 from sandbox.processes.kraft import _ZK_ONLY, KraftCluster, NodeInfo
@@ -98,9 +98,11 @@ class ControllerQuorum(KraftCluster):
         want = [self.broker(i) for i in (self.broker_ids if ids is None else ids)]
         while True:
             for b in want:
-                if not self._is_our_broker(b):
-                    raise KafkaRunError(f"KRaft controller {b.id} exited during startup.\n--- last lines of "
-                                        f"{self.server_log(b.id)} ---\n{log_tail(self.server_log(b.id), 40)}")
+                if b.pid is None or not pid_alive(b.pid):
+                    raise KafkaRunError(
+                        f"KRaft controller {b.id} (pid {b.pid}) exited during startup.\n--- last lines of "
+                        f"{self.server_log(b.id)} ---\n{log_tail(self.server_log(b.id), 40)}\n--- last lines of "
+                        f"{self.logs_dir(b.id) / 'stdout.log'} ---\n{log_tail(self.logs_dir(b.id) / 'stdout.log', 10)}")
             if all(_port_open(b.controller_port) for b in want):
                 return
             if time.monotonic() >= deadline:

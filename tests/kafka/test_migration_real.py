@@ -100,16 +100,15 @@ class Keel:
         self.connect, self.store = connect, store
         self.phases: list[tuple[str, str]] = []
 
-    def status(self):
-        with ZkSession.open(self.connect) as session:
-            return migration_status(read_snapshot(session), read_migration(session))
-
     def record(self, step: str):
-        status = self.status()
+        with ZkSession.open(self.connect) as session:
+            status = migration_status(read_snapshot(session), read_migration(session))
+            held = {path: session.get(path) for path in (zf.CONTROLLER, zf.MIGRATION)}
         phase = "no migration" if status is None else status.phase
         self.phases.append((step, phase))
-        print(f"  Keel after {step!r}: {phase}" + ("" if status is None else f" — {status.detail}"),
-              file=sys.stderr)
+        zk = ", ".join(f"{p}={n.data.decode() if n.exists else '(none)'}" for p, n in held.items())
+        print(f"  after {step!r}: ZooKeeper {zk}\n    Keel: {phase}"
+              + ("" if status is None else f" — {status.detail}"), file=sys.stderr)
         return status
 
     def zk_write_refused(self, step: str) -> None:
