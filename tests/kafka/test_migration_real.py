@@ -1,0 +1,229 @@
+"""A REAL ZooKeeper -> KRaft migration of a three-broker Kafka 3.9.1 cluster with data in it, Keel reading at
+every step (sandbox.processes.migration follows Kafka 3.9's documented procedure), and the documented way back
+from dual-write.
+
+Each test runs its own cluster in its own chroot of the session's ZooKeeper (never the shared `kafka` fixture's
+cluster) and prints, per step, the phase Keel names and how long the step took. Group `migration` (tests/conftest.py):
+one worker, beside the other Kafka groups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import time
+import uuid
+
+import pytest
+
+from core import zkformat as zf
+from core.kafka.admin import KafkaAdmin
+from core.kafka.metadata import read_snapshot as read_kafka_snapshot
+from core.migration import migration_status
+from core.zk.migration_state import read_migration
+from core.zk.reader import read_snapshot
+from core.zk.session import ZkSession
+from sandbox.processes import kafka as kafka_runner
+from sandbox.processes.migration import FIRST_CONTROLLER_ID, Migration
+from tests.kafka.realkafka import kafka_version, needs_kafka
+
+pytestmark = needs_kafka("3.9", "the ZooKeeper -> KRaft migration as Kafka 3.9 documents it")
+
+TOPIC = "migrated"
+MESSAGES = 300
+PARTITIONS = 6
+
+
+@pytest.fixture
+def zk_cluster(zk_server: str, tmp_path):
+    """A fresh three-broker ZooKeeper-mode cluster of its own (own chroot), stopped (with its controllers) after."""
+    version = kafka_version()
+    try:
+        kafka_runner.lib_dir(version)
+    except kafka_runner.KafkaNotFetchedError:
+        kafka_runner.fetch(version)
+    connect = f"{zk_server}/migration-{uuid.uuid4().hex[:8]}"
+    cluster = kafka_runner.KafkaCluster.create(tmp_path / "cluster", connect, brokers=3, detach=False,
+                                               version=version)
+    started = time.monotonic()
+    cluster.start(timeout=120)
+    print(f"\nZooKeeper-mode cluster up in {time.monotonic() - started:.1f} s ({cluster.bootstrap_servers}, "
+          f"{connect})", file=sys.stderr)
+    migration = Migration(cluster, controllers=1)
+    try:
+        yield migration
+    finally:
+        migration.stop()
+
+
+def produce(bootstrap: str) -> list[bytes]:
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, topic_configs={"min.insync.replicas": "2"})])
+    finally:
+        admin.close()
+    values = [f"message-{i:04d}".encode() for i in range(MESSAGES)]
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=10, linger_ms=5)
+    try:
+        for i, v in enumerate(values):
+            producer.send(TOPIC, key=str(i).encode(), value=v)
+        producer.flush(timeout=60)
+    finally:
+        producer.close()
+    return values
+
+
+def consume_all(bootstrap: str, expected: int, timeout: float = 60.0) -> list[bytes]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, group_id=None, consumer_timeout_ms=5000)
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(got) < expected and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=1000).values():
+                got.extend(r.value for r in batch)
+    finally:
+        consumer.close()
+    return got
+
+
+class Keel:
+    """What Keel reads from the cluster's ZooKeeper, step after step: the phase it names, and its write gate."""
+
+    def __init__(self, connect: str, store):
+        self.connect, self.store = connect, store
+        self.phases: list[tuple[str, str]] = []
+
+    def record(self, step: str):
+        with ZkSession.open(self.connect) as session:
+            status = migration_status(read_snapshot(session), read_migration(session))
+            held = {path: session.get(path) for path in (zf.CONTROLLER, zf.MIGRATION)}
+        phase = "no migration" if status is None else status.phase
+        self.phases.append((step, phase))
+        zk = ", ".join(f"{p}={n.data.decode() if n.exists else '(none)'}" for p, n in held.items())
+        print(f"  after {step!r}: ZooKeeper {zk}\n    Keel: {phase}"
+              + ("" if status is None else f" — {status.detail}"), file=sys.stderr)
+        return status
+
+    def zk_write_refused(self, step: str) -> None:
+        """`python -m core create-topic --zk ...` in-process: refused (exit 1, the migration named) and nothing
+        of what it would write appears in ZooKeeper."""
+        from core.cli import main
+
+        topic = f"keel-{len(self.phases)}"
+        before = self._tree()
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["create-topic", "--topic", topic, "--partitions", "1", "--replication-factor", "1",
+                         "--zk", self.connect, "--store", str(self.store)])
+        assert code == 1, f"{step}: Keel's ZooKeeper write was not refused ({code}): {out.getvalue()} {err.getvalue()}"
+        assert "migration" in err.getvalue().lower(), f"{step}: refused, but not for the migration: {err.getvalue()}"
+        after = self._tree()
+        assert topic not in after["topics"] and topic not in after["configs"], f"{step}: {topic} reached ZooKeeper"
+        assert after == before, f"{step}: the ZooKeeper tree changed under a refused write: {before} -> {after}"
+
+    def _tree(self) -> dict:
+        with ZkSession.open(self.connect) as s:
+            return {"topics": sorted(s.children("/brokers/topics") or ()),
+                    "configs": sorted(s.children("/config/topics") or ()),
+                    "admin": sorted(s.children("/admin") or ()),
+                    "changes": sorted(s.children("/config/changes") or ())}
+
+
+def timing_table(migration: Migration, phases: list[tuple[str, str]]) -> str:
+    rows = [f"{'step':<52} {'seconds':>8}"]
+    rows += [f"{name:<52} {secs:>8.1f}" for name, secs in migration.timings.items()]
+    rows.append(f"{'total':<52} {sum(migration.timings.values()):>8.1f}")
+    rows += ["", f"{'after step':<30} Keel's phase"] + [f"{s:<30} {p}" for s, p in phases]
+    return "\n".join(rows)
+
+
+def test_zookeeper_to_kraft_migration_keeps_every_message(zk_cluster: Migration, tmp_path):
+    m = zk_cluster
+    cluster = m.cluster
+    values = produce(cluster.bootstrap_servers)
+    keel = Keel(cluster.zk_connect, tmp_path / "keel.sqlite")
+    assert keel.record("ZooKeeper mode") is None
+
+    m.start_controllers()
+    status = keel.record("controllers started")
+    assert status is not None and not status.kraft_controller_active  # a ZooKeeper broker still controls
+    assert status.migration is not None and not status.migration.initial_migration_complete
+    assert status.write_block_reason
+    keel.zk_write_refused("controllers started")
+
+    m.roll_brokers_for_migration()
+    status = keel.record("brokers rolled for migration")  # the migration starts by itself after the last one
+    assert status is not None and status.write_block_reason
+    keel.zk_write_refused("brokers rolled for migration")
+
+    m.wait_migrated()
+    status = keel.record("metadata migrated")
+    assert status.kraft_controller_active and status.kraft_controller == FIRST_CONTROLLER_ID
+    assert status.migration.initial_migration_complete and status.migration.kraft_metadata_offset > 0
+    assert status.kraft_brokers == ()  # every broker still registered in ZooKeeper
+    keel.zk_write_refused("metadata migrated")
+
+    m.roll_brokers_to_kraft()
+    status = keel.record("brokers rolled to KRaft")
+    assert status.kraft_controller_active and status.migration.initial_migration_complete
+    assert status.kraft_brokers == tuple(cluster.broker_ids)  # gone from /brokers/ids, yet leaders and in ISRs
+    keel.zk_write_refused("brokers rolled to KRaft")
+
+    m.finalize()
+    status = keel.record("finalized")
+    assert status is not None and status.write_block_reason  # ZooKeeper keeps the last dual-write state
+    keel.zk_write_refused("finalized")
+
+    got = consume_all(cluster.bootstrap_servers, len(values))
+    assert len(got) == len(values) and sorted(got) == sorted(values)
+    with KafkaAdmin(cluster.bootstrap_servers, timeout=20) as admin:
+        snapshot = read_kafka_snapshot(admin)
+    assert snapshot.mode == "kraft"
+    assert {b.id for b in snapshot.brokers if b.alive} == set(cluster.broker_ids)
+    print("\nmigration to KRaft, measured:\n" + timing_table(m, keel.phases), file=sys.stderr)
+
+
+def test_rollback_from_dual_write_ends_in_zookeeper_mode(zk_cluster: Migration, tmp_path):
+    m = zk_cluster
+    cluster = m.cluster
+    values = produce(cluster.bootstrap_servers)
+    keel = Keel(cluster.zk_connect, tmp_path / "keel.sqlite")
+    m.start_controllers()
+    m.roll_brokers_for_migration()
+    m.wait_migrated()
+    m.roll_brokers_to_kraft()
+    status = keel.record("dual-write, every broker KRaft")
+    assert status.kraft_controller_active and status.kraft_brokers == tuple(cluster.broker_ids)
+
+    m.rollback_brokers_to_zookeeper()
+    status = keel.record("rollback: brokers in ZooKeeper mode")
+    assert status.kraft_controller_active and status.kraft_brokers == ()
+    keel.zk_write_refused("rollback: brokers in ZooKeeper mode")
+
+    m.deprovision_controllers()
+    keel.record("rollback: controllers gone")
+    keel.zk_write_refused("rollback: controllers gone")  # /controller still names the KRaft controller
+
+    held = m.delete_controller_znode()
+    assert held is not None and zf.decode_controller(held).is_kraft
+    keel.record("rollback: /controller deleted")
+    keel.zk_write_refused("rollback: /controller deleted")  # /migration still there
+
+    held = m.clear_migration_znode()
+    assert held is not None and zf.decode_migration(held).initial_migration_complete
+
+    m.roll_brokers_to_zookeeper()
+    assert keel.record("rollback: ZooKeeper mode") is None
+    assert cluster.controller() in cluster.broker_ids and cluster.registered() == set(cluster.broker_ids)
+    got = consume_all(cluster.bootstrap_servers, len(values))
+    assert len(got) == len(values) and sorted(got) == sorted(values)
+    with KafkaAdmin(cluster.bootstrap_servers, timeout=20) as admin:
+        assert admin.quorum() is None  # ZooKeeper-mode brokers answer no DescribeQuorum
+    print("\nrollback from dual-write, measured:\n" + timing_table(m, keel.phases), file=sys.stderr)
