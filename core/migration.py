@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.migration_phases import MigrationPhase, phase_of
-from core.model import NO_LEADER, ClusterSnapshot, Controller
+from core.migration_phases import MigrationPhase, kraft_brokers, phase_of
+from core.model import ClusterSnapshot, Controller
 
 
 @dataclass(frozen=True)
@@ -73,18 +73,6 @@ class MigrationStatus:
                     "initial_migration_complete": m.initial_migration_complete},
                 "kraft_brokers": list(self.kraft_brokers), "kraft_led_partitions": self.kraft_led,
                 "writes": self.write_block_reason, **self.info.to_dict()}
-
-
-def kraft_brokers(snapshot: ClusterSnapshot) -> tuple[int, ...]:
-    """Brokers that lead or are in an ISR while not registered under /brokers/ids: during a migration, brokers
-    that left ZooKeeper for KRaft (the KRaft controller writes them back as leaders and ISR members)."""
-    alive = snapshot.alive_broker_ids
-    seen: set[int] = set()
-    for p in snapshot.partitions():
-        if p.leader != NO_LEADER and p.leader not in alive:
-            seen.add(p.leader)
-        seen.update(b for b in p.isr if b not in alive)
-    return tuple(sorted(seen))
 
 
 def write_block_reason(controller: Controller | None, migration: ZkMigration | None) -> str | None:

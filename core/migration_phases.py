@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.model import ClusterSnapshot
+from core.model import NO_LEADER, ClusterSnapshot
 
 # --- the docs' revert table (Kafka 3.9 docs/ops.html), one tuple of step texts per "final section completed" row --
 
@@ -105,6 +105,18 @@ class MigrationPhase:
                 "zookeeper_brokers": list(self.zk_brokers), "kraft_brokers": list(self.kraft_brokers)}
 
 
+def kraft_brokers(snapshot: ClusterSnapshot) -> tuple[int, ...]:
+    """Brokers that lead or are in an ISR while not registered under /brokers/ids: during a migration, brokers
+    that left ZooKeeper for KRaft (the KRaft controller writes them back as leaders and ISR members)."""
+    alive = snapshot.alive_broker_ids
+    seen: set[int] = set()
+    for p in snapshot.partitions():
+        if p.leader != NO_LEADER and p.leader not in alive:
+            seen.add(p.leader)
+        seen.update(b for b in p.isr if b not in alive)
+    return tuple(sorted(seen))
+
+
 def _ids(ids) -> str:
     return ", ".join(map(str, ids))
 
@@ -114,8 +126,6 @@ def phase_of(snapshot: ClusterSnapshot, migration, migration_flags: Mapping[int,
     """The phase of a cluster read through ZooKeeper (`migration`: core.migration.ZkMigration or None), or of a
     cluster read through its brokers alone (snapshot.is_kraft). `migration_flags`: broker id ->
     zookeeper.metadata.migration.enable as that broker answers DescribeConfigs (None: the Admin API was not asked)."""
-    from core.migration import kraft_brokers  # core.migration imports this module
-
     if snapshot.is_kraft:
         return MigrationPhase(
             "finalized", "KRaft mode (migration finalized, or KRaft from the start)",
@@ -239,6 +249,6 @@ def phase_of(snapshot: ClusterSnapshot, migration, migration_flags: Mapping[int,
          "finalized: no revert).",), **facts)
 
 
-__all__ = ["MigrationPhase", "phase_of", "REVERT_PREPARING", "REVERT_PROVISIONING", "REVERT_MIGRATION_MODE",
+__all__ = ["MigrationPhase", "phase_of", "kraft_brokers", "REVERT_PREPARING", "REVERT_PROVISIONING", "REVERT_MIGRATION_MODE",
            "REVERT_MIGRATING_BROKERS", "PREPARING", "PROVISIONING", "MIGRATION_MODE", "MIGRATING_BROKERS",
            "FINALIZING"]
