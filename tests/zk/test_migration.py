@@ -74,7 +74,7 @@ def test_dual_write_tree_is_a_migration_with_brokers_that_left_for_kraft(session
     assert "phase: Hybrid phase: brokers being rolled to KRaft" in out and "left /brokers/ids for KRaft: 3 (they lead 1 partition(s): not an outage)" \
         in out
     assert main(["migration", "--zk", zk_connect, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["migration_znode"]["kraft_metadata_offset"] == 1234
+    assert json.loads(capsys.readouterr().out)["status"]["migration_znode"]["kraft_metadata_offset"] == 1234
     # the writes refuse (the engine's own check of /controller)
     from core.topics import draft_create_topic
     with pytest.raises(KRaftControllerError, match="KRaft controller"):
