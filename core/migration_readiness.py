@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from core.errors import ValidationError
+
 OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
 TARGET = (3, 9)  # the docs: brokers on 3.9 with inter.broker.protocol.version=3.9 before the migration
 RESERVED_DEFAULT = 1000  # reserved.broker.max.id's default
@@ -214,6 +216,22 @@ CHECKS = (check_versions, check_ibp, check_controller_ids, check_reserved_ids, c
           check_reassignments, check_deletions, check_quorum)
 
 
+def parse_controller_ids(text: str | None) -> tuple[int, ...] | None:
+    """The KRaft controllers' node.id values as an operator types them ("3000,3001,3002"); None for nothing."""
+    if text is None or not text.strip():
+        return None
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if not item.isdigit() or len(item) > 10 or int(item) > 2**31 - 1:
+            raise ValidationError(f"KRaft controller ids must be comma-separated non-negative node ids "
+                                  f"(e.g. 3000,3001,3002), got {text.strip()[:60]!r}")
+        out.append(int(item))
+    return tuple(out) or None
+
+
 def readiness(facts: ReadinessFacts) -> tuple[Check, ...]:
     return tuple(c(facts) for c in CHECKS)
 
@@ -222,4 +240,4 @@ def ready(checks: tuple[Check, ...]) -> bool:
     return all(c.verdict == OK for c in checks)
 
 
-__all__ = ["Check", "ReadinessFacts", "readiness", "ready", "OK", "FAIL", "UNKNOWN", "CHECKS"]
+__all__ = ["Check", "ReadinessFacts", "readiness", "parse_controller_ids", "ready", "OK", "FAIL", "UNKNOWN", "CHECKS"]

@@ -8,7 +8,6 @@ import argparse
 import json
 import sys
 
-from core.cli.argtypes import id_list
 from core.cli.common import add_bootstrap_option, add_zk_options
 from core.errors import KeelError
 
@@ -75,8 +74,9 @@ def _print_timeline(doc: dict) -> None:
 
 
 def cmd_migration(args: argparse.Namespace) -> int:
-    controller_ids = id_list(args.controller_ids, "--controller-ids", "KRaft controller ids") \
-        if args.controller_ids else None
+    from core.migration_readiness import parse_controller_ids
+
+    controller_ids = parse_controller_ids(args.controller_ids)
     if args.zk is None:
         return _mode_through_brokers(args)
     from core.cli.common import zk_session

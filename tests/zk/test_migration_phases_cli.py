@@ -99,4 +99,4 @@ def test_readiness_from_zookeeper(zk_connect, tmp_path, capsys):
     assert verdicts["deletion"] == "fail" and verdicts["controller-ids"] == "fail" and verdicts["versions"] == "unknown"
     assert doc["migration_znode_error"] and not doc["ready"]
     assert main(["migration", "--zk", zk_connect, "--controller-ids", "x"]) != 0
-    assert "--controller-ids must be comma-separated KRaft controller ids" in capsys.readouterr().err
+    assert "KRaft controller ids must be comma-separated non-negative node ids" in capsys.readouterr().err
