@@ -179,7 +179,9 @@ def check_reassignments(f: ReadinessFacts) -> Check:
         shown = _ids(f.reassigning[:10]) + (f" and {len(f.reassigning) - 10} more" if len(f.reassigning) > 10 else "")
         return Check("reassignment", title, FAIL, f"{len(f.reassigning)} partition(s) are being reassigned: {shown}.",
                      "Let it finish (python -m core verify) or cancel it (python -m core cancel), and remove its "
-                     "throttles, before starting.")
+                     "throttles, before starting"
+                     + ("; a stale entry of a deleted topic goes with `rmr /admin/reassign_partitions` once nothing "
+                        "else is listed in it." if any("stale" in r for r in f.reassigning) else "."))
     return Check("reassignment", title, OK, "No /admin/reassign_partitions, no adding or removing replicas.")
 
 

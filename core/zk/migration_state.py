@@ -59,7 +59,9 @@ def readiness_facts(session: ZkSession, snapshot: ClusterSnapshot, *, controller
         node = "absent" if read_migration(session) is None else "ok"
     except CorruptZnodeError as e:
         node = e.message
-    moving = {f"{r.topic}-{r.partition}" for r in snapshot.in_progress.reassignment}
+    # an entry of a deleted topic stays in /admin/reassign_partitions (Kafka 3.9's controller leaves it): named stale
+    moving = {f"{r.topic}-{r.partition}" + ("" if snapshot.topic(r.topic) else " (topic deleted: a stale entry)")
+              for r in snapshot.in_progress.reassignment}
     moving |= {f"{t.name}-{p.partition}" for t in snapshot.topics for p in t.partitions
                if p.adding_replicas or p.removing_replicas}
     assigned = {b for p in snapshot.partitions() for b in p.replicas}
