@@ -22,9 +22,11 @@ Pure: decoded data in (core.zkformat decodes the znode, core.zk.migration_state 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.model import NO_LEADER, ClusterSnapshot, Controller
+from core.migration_phases import MigrationPhase, kraft_brokers, phase_of
+from core.model import ClusterSnapshot, Controller
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,8 @@ class ZkMigration:
 
 @dataclass(frozen=True)
 class MigrationStatus:
-    phase: str  # short: "dual-write", "migrating metadata", "KRaft controller", "ZooKeeper controller (migration begun)"
-    detail: str  # one or two sentences for a banner
+    phase: str  # the phase's name, in the docs' words (info.name)
+    detail: str  # what Kafka is doing (info.kafka_does), for a banner
     kraft_controller: int | None  # the KRaft controller's node id, when known
     kraft_controller_epoch: int | None
     migration: ZkMigration | None
@@ -53,6 +55,11 @@ class MigrationStatus:
     kraft_brokers: tuple[int, ...]  # in assignments as leader or ISR member, but not under /brokers/ids
     kraft_led: int  # partitions led by one of them
     write_block_reason: str
+    info: MigrationPhase  # the phase with what Kafka does, the next step and the way back
+
+    @property
+    def phase_key(self) -> str:
+        return self.info.key
 
     def to_dict(self) -> dict:
         m = self.migration
@@ -65,19 +72,7 @@ class MigrationStatus:
                     "kraft_metadata_offset": m.kraft_metadata_offset, "kraft_metadata_epoch": m.kraft_metadata_epoch,
                     "initial_migration_complete": m.initial_migration_complete},
                 "kraft_brokers": list(self.kraft_brokers), "kraft_led_partitions": self.kraft_led,
-                "writes": self.write_block_reason}
-
-
-def kraft_brokers(snapshot: ClusterSnapshot) -> tuple[int, ...]:
-    """Brokers that lead or are in an ISR while not registered under /brokers/ids: during a migration, brokers
-    that left ZooKeeper for KRaft (the KRaft controller writes them back as leaders and ISR members)."""
-    alive = snapshot.alive_broker_ids
-    seen: set[int] = set()
-    for p in snapshot.partitions():
-        if p.leader != NO_LEADER and p.leader not in alive:
-            seen.add(p.leader)
-        seen.update(b for b in p.isr if b not in alive)
-    return tuple(sorted(seen))
+                "writes": self.write_block_reason, **self.info.to_dict()}
 
 
 def write_block_reason(controller: Controller | None, migration: ZkMigration | None) -> str | None:
@@ -95,8 +90,11 @@ def write_block_reason(controller: Controller | None, migration: ZkMigration | N
     return None
 
 
-def migration_status(snapshot: ClusterSnapshot, migration: ZkMigration | None) -> MigrationStatus | None:
-    """None for a plain ZooKeeper-mode cluster (no /migration, no KRaft controller)."""
+def migration_status(snapshot: ClusterSnapshot, migration: ZkMigration | None,
+                     migration_flags: Mapping[int, bool] | None = None) -> MigrationStatus | None:
+    """None for a plain ZooKeeper-mode cluster (no /migration, no KRaft controller). The phase is
+    core.migration_phases.phase_of's (`migration_flags`: each broker's zookeeper.metadata.migration.enable, when the
+    Admin API was asked)."""
     ctrl = snapshot.controller
     active = ctrl is not None and ctrl.is_kraft
     if migration is None and not active:
@@ -105,30 +103,12 @@ def migration_status(snapshot: ClusterSnapshot, migration: ZkMigration | None) -
                                               and migration.kraft_controller_id >= 0 else None)
     kraft_epoch = ctrl.kraft_controller_epoch if active else (migration.kraft_controller_epoch if migration
                                                               and migration.kraft_controller_epoch >= 0 else None)
-    left = kraft_brokers(snapshot) if active else ()
+    info = phase_of(snapshot, migration, migration_flags)
+    left = info.kraft_brokers
     led = sum(1 for p in snapshot.partitions() if p.leader in set(left)) if left else 0
-    who = f"KRaft controller {kraft_id}" if kraft_id is not None else "a KRaft controller"
-    if active and migration is not None and migration.initial_migration_complete:
-        phase = "dual-write"
-        detail = (f"{who} (epoch {kraft_epoch}) owns this cluster: the ZooKeeper metadata was migrated into KRaft "
-                  f"(KRaft log offset {migration.kraft_metadata_offset}, epoch {migration.kraft_metadata_epoch}) and "
-                  "the KRaft controller writes every change back into ZooKeeper for the brokers still in ZooKeeper "
-                  "mode. ZooKeeper shows the KRaft controller's view; it is no longer the source of truth.")
-    elif active and migration is not None:
-        phase = "migrating metadata"
-        detail = (f"{who} (epoch {kraft_epoch}) owns this cluster and is copying the ZooKeeper metadata into KRaft "
-                  "(/migration has no KRaft log offset yet). ZooKeeper may change under you until it is done.")
-    elif active:
-        phase = "KRaft controller"
-        detail = (f"{who} (kraftControllerEpoch {kraft_epoch}) owns this cluster, and there is no /migration node: "
-                  "ZooKeeper is not kept in sync and may be stale.")
-    else:
-        phase = "migration begun, ZooKeeper controller"
-        detail = (f"/migration exists ({'KRaft controller ' + str(kraft_id) if kraft_id is not None else 'no KRaft controller recorded'}"
-                  f"{', metadata migrated at KRaft offset ' + str(migration.kraft_metadata_offset) if migration.initial_migration_complete else ', metadata not migrated yet'}"
-                  ") but a ZooKeeper-mode broker is the controller: a migration is under way or was rolled back.")
     reason = write_block_reason(ctrl, migration) or ""
-    return MigrationStatus(phase, detail, kraft_id, kraft_epoch, migration, active, left, led, reason)
+    return MigrationStatus(info.name, info.kafka_does, kraft_id, kraft_epoch, migration, active, left, led, reason,
+                           info)
 
 
 __all__ = ["ZkMigration", "MigrationStatus", "migration_status", "kraft_brokers", "write_block_reason"]

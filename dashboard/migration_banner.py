@@ -14,6 +14,7 @@ import streamlit as st
 
 from core.errors import KeelError
 from core.migration import MigrationStatus, migration_status
+from core.migration_phases import MigrationPhase, phase_of
 from core.cluster.connection import Connection
 from dashboard.text import md, md_text
 
@@ -85,4 +86,42 @@ def banner(conn: Connection) -> None:
     (st.error if s.kraft_controller_active else st.warning)("  \n".join(lines), icon=":material/swap_calls:")
 
 
-__all__ = ["status", "block_text", "block_reason", "banner"]
+def phase(conn: Connection, flags: dict[int, bool] | None = None) -> MigrationPhase | None:
+    """The phase (core.migration_phases) from the snapshot and the /migration status() read; None before the
+    first snapshot. `flags`: each broker's zookeeper.metadata.migration.enable, when readiness read the brokers."""
+    snap = conn.snapshot()
+    if snap is None:
+        return None
+    if conn.cluster.through_brokers:
+        return phase_of(snap, None)
+    status(conn)  # refreshes the memo's /migration
+    return phase_of(snap, conn.memo("migration")["znode"][1], flags)
+
+
+def collect_readiness(conn: Connection, controller_ids: tuple[int, ...] | None):
+    """(readiness checks, each broker's migration flag or None): ZooKeeper's facts from the live session, the
+    brokers' through the cluster's `bootstrap` (unknown, with why, without one)."""
+    from core.migration_readiness import readiness
+    from core.zk.migration_state import readiness_facts
+
+    snap = conn.snapshot()
+    live = conn.live
+    if snap is None or live is None or live.status != "connected":
+        raise KeelError("the cluster is not connected: readiness reads ZooKeeper now")
+    broker, admin_error = None, None
+    if conn.cluster.bootstrap:
+        from core.kafka.admin import KafkaAdmin
+        from core.kafka.migration_facts import broker_facts
+
+        try:
+            with KafkaAdmin.for_cluster(conn.cluster) as admin:
+                broker = broker_facts(admin, sorted(snap.alive_broker_ids))
+        except KeelError as e:
+            admin_error = str(e)
+    else:
+        admin_error = "this cluster has no `bootstrap` in keel.toml"
+    facts = readiness_facts(live.session, snap, controller_ids=controller_ids, broker=broker, admin_error=admin_error)
+    return readiness(facts), (broker.migration_flags if broker is not None else None)
+
+
+__all__ = ["status", "block_text", "block_reason", "banner", "phase", "collect_readiness"]

@@ -42,6 +42,7 @@ PAGES = {
         st.Page("views/log_dirs.py", title="Log dirs (JBOD)", icon=":material/storage:"),
         st.Page("views/consumer_groups.py", title="Consumer groups", icon=":material/group:"),
         st.Page("views/state_changes.py", title="State-change logs", icon=":material/timeline:"),
+        st.Page("views/migration.py", title="KRaft migration", icon=":material/swap_calls:"),  # issue 27
     ],
 }
 page = st.navigation(PAGES, expanded=True)

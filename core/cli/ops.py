@@ -1,4 +1,4 @@
-"""Operations commands (issue 18): `advise-partitions`, `rack-skew`, `restart-plan`, `restart-check`, `migration`;
+"""Operations commands (issue 18): `advise-partitions`, `rack-skew`, `restart-plan`, `restart-check`;
 the Admin API ones (`log-dirs*`, `consumer-groups`) and `state-changes` are in core.cli.ops_kafka, registered here.
 
 Exit statuses: 0 success, 1 an error (`error: ...`), 2 usage; `restart-check` exits 3 when stopping the broker is
@@ -194,54 +194,6 @@ def cmd_restart_check(args: argparse.Namespace) -> int:
     return 0 if check.safe else NOT_SAFE
 
 
-# --- migration ------------------------------------------------------------------------------------------
-
-
-def _mode_through_brokers(args: argparse.Namespace) -> int:
-    """`migration --bootstrap-server` alone: what the brokers say of the mode (a KRaft cluster has no ZooKeeper
-    to migrate from: it has migrated, or was KRaft from the start)."""
-    from core.cli.common import read_cluster
-
-    snap = read_cluster(args)
-    quorum = snap.quorum
-    doc = {"mode": snap.mode, "controller": snap.controller.broker_id if snap.controller else None,
-           "voters": [v.id for v in quorum.voters] if quorum else None}
-    if args.json:
-        _print_json(doc)
-    elif snap.is_kraft:
-        print(f"KRaft mode: no ZooKeeper (migrated, or KRaft from the start); active controller "
-              f"{doc['controller']}, quorum voters {', '.join(map(str, doc['voters']))}")
-    else:
-        print("ZooKeeper mode (the brokers do not answer DescribeQuorum): give --zk to read the migration state")
-    return 0
-
-
-def cmd_migration(args: argparse.Namespace) -> int:
-    if args.zk is None:
-        return _mode_through_brokers(args)
-    from core.cli.common import zk_session
-    from core.zk.migration_state import read_migration
-    from core.zk.reader import read_snapshot
-    from core.migration import migration_status
-
-    with zk_session(args) as session:
-        snap = read_snapshot(session)
-        status = migration_status(snap, read_migration(session))
-    if args.json:
-        _print_json(None if status is None else status.to_dict())
-        return 0
-    if status is None:
-        print("no ZooKeeper -> KRaft migration: no /migration node, and the controller is a ZooKeeper-mode broker")
-        return 0
-    print(f"phase: {status.phase}")
-    print(status.detail)
-    if status.kraft_brokers:
-        print(f"brokers that left /brokers/ids for KRaft: {', '.join(map(str, status.kraft_brokers))} "
-              f"(they lead {status.kraft_led} partition(s): not an outage)")
-    print(status.write_block_reason)
-    return 0
-
-
 def register(sub) -> None:
     p = sub.add_parser("advise-partitions", help="how many partitions a topic needs for a target throughput")
     p.add_argument("--target-mbps", type=float, required=True, metavar="MB/S", help="target throughput Tt")
@@ -286,12 +238,9 @@ def register(sub) -> None:
                            help="only check availability and min ISR (e.g. with a broker down for good)")
             p.add_argument("--limit", type=whole, default=20, metavar="N", help="leadership moves listed (default 20)")
 
-    p = sub.add_parser("migration", help="ZooKeeper -> KRaft migration state (/migration, the KRaft controller)")
-    add_zk_options(p, required=False)
-    add_bootstrap_option(p, "the brokers, without --zk: says whether the cluster runs in KRaft mode and names its "
-                            "controller quorum")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_migration)
+    from core.cli import migration
+
+    migration.register(sub)  # issue 27: phases, readiness, timeline
 
     from core.cli import ops_kafka
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from core import zkformat as zf
 from core.errors import CorruptZnodeError, MigrationInProgressError
 from core.migration import MigrationStatus, ZkMigration, migration_status, write_block_reason
+from core.migration_readiness import ReadinessFacts
 from core.model import ClusterSnapshot, Controller
 from core.zk.session import ZkSession
 
@@ -49,6 +50,30 @@ def refuse_during_migration(session: ZkSession, controller: Controller | None | 
         raise MigrationInProgressError(reason)
 
 
+def readiness_facts(session: ZkSession, snapshot: ClusterSnapshot, *, controller_ids: tuple[int, ...] | None = None,
+                    broker=None, admin_error: str | None = None) -> ReadinessFacts:
+    """core.migration_readiness's facts: ZooKeeper's (/brokers/ids, the ids assignments name, /migration read as
+    Kafka would parse it, reassignments and deletions in flight) with the brokers' (`broker`:
+    core.kafka.migration_facts.BrokerFacts, or None with `admin_error` saying why)."""
+    try:
+        node = "absent" if read_migration(session) is None else "ok"
+    except CorruptZnodeError as e:
+        node = e.message
+    # an entry of a deleted topic stays in /admin/reassign_partitions (Kafka 3.9's controller leaves it): named stale
+    moving = {f"{r.topic}-{r.partition}" + ("" if snapshot.topic(r.topic) else " (topic deleted: a stale entry)")
+              for r in snapshot.in_progress.reassignment}
+    moving |= {f"{t.name}-{p.partition}" for t in snapshot.topics for p in t.partitions
+               if p.adding_replicas or p.removing_replicas}
+    assigned = {b for p in snapshot.partitions() for b in p.replicas}
+    return ReadinessFacts(
+        broker_ids=tuple(sorted(snapshot.alive_broker_ids)), assigned_ids=tuple(sorted(assigned)),
+        migration_node=node, reassigning=tuple(sorted(moving)), deleting=tuple(sorted(snapshot.in_progress.deletion)),
+        controller_ids=controller_ids,
+        versions=None if broker is None else broker.versions, configs=None if broker is None else broker.configs,
+        offline_dirs=None if broker is None else broker.offline_dirs, quorum=None if broker is None else broker.quorum,
+        admin_error=admin_error or (None if broker is None or not broker.errors else "; ".join(broker.errors)))
+
+
 class ZkClusterProbe:
     """core.policy.gate.ClusterProbe over a ZooKeeper session: what the cluster says right now, never a cached page."""
 
@@ -70,4 +95,4 @@ class ZkClusterProbe:
 
 
 __all__ = ["read_migration", "read_migration_status", "read_controller", "refuse_during_migration",
-           "ZkClusterProbe"]
+           "readiness_facts", "ZkClusterProbe"]

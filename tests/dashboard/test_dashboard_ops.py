@@ -109,7 +109,8 @@ def test_migration_banner_and_every_write_disabled(zk_connect, tmp_path, monkeyp
     at = app().run()
     assert not at.exception, at.exception
     banner = texts(at.error)
-    assert "ZooKeeper → KRaft migration: dual-write" in banner and "KRaft controller 3000" in banner
+    assert "ZooKeeper → KRaft migration: Hybrid phase: brokers being rolled to KRaft" in banner \
+        and "KRaft controller 3000" in banner
     assert "Broker(s) 3 left /brokers/ids for KRaft" in banner and "not an outage" in banner
     brokers = table_with(at, "Status")
     assert "KRaft (left ZooKeeper)" in texts_of(brokers["Status"])

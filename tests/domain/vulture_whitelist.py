@@ -25,6 +25,8 @@ _.usable_bytes  # core/kafka/logdirs.py LogDir: describeLogDirs v4's free space,
 _.security_protocol  # BrokerRegistration: Kafka's EndPoint.createEndPoint rule; test_zkformat checks it
 _.decode_config_change  # /config/changes notifications v1 and v2; test_zkformat decodes Kafka's own bytes
 _.encode_migration  # /migration as Kafka writes it: tests write it to put a cluster in each migration phase
+_.phase_key  # MigrationStatus: the phase's stable key for callers that compare phases (tests, scripts)
+_.begun  # MigrationPhase: the migration has begun (every phase but "none"); the phase tests assert it
 
 # --- used by tests to set up or observe what the product does -----------------------------------------------
 _.with_state  # core/model.py Partition: tests build a partition whose state znode is missing

@@ -63,16 +63,18 @@ def test_dual_write_tree_is_a_migration_with_brokers_that_left_for_kraft(session
     snap = read_snapshot(session)
     assert snap.controller.is_kraft and snap.controller.broker_id == 3000
     status = read_migration_status(session, snap)
-    assert status.phase == "dual-write" and status.kraft_controller == 3000 and status.kraft_controller_epoch == 5
-    assert "KRaft log offset 1234" in status.detail and "KRaft controller 3000" in status.detail
+    # brokers 1, 2 in ZooKeeper mode and 3 in KRaft: the docs' hybrid phase, brokers being rolled to KRaft
+    assert status.phase_key == "brokers-to-kraft" and status.kraft_controller == 3000 \
+        and status.kraft_controller_epoch == 5
+    assert "KRaft offset 1234" in status.detail and "KRaft controller 3000" in status.detail
     assert status.kraft_brokers == (3,) and status.kraft_led == 1
     assert "Writes through ZooKeeper are disabled" in status.write_block_reason
     assert main(["migration", "--zk", zk_connect]) == 0
     out = capsys.readouterr().out
-    assert "phase: dual-write" in out and "left /brokers/ids for KRaft: 3 (they lead 1 partition(s): not an outage)" \
+    assert "phase: Hybrid phase: brokers being rolled to KRaft" in out and "left /brokers/ids for KRaft: 3 (they lead 1 partition(s): not an outage)" \
         in out
     assert main(["migration", "--zk", zk_connect, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["migration_znode"]["kraft_metadata_offset"] == 1234
+    assert json.loads(capsys.readouterr().out)["status"]["migration_znode"]["kraft_metadata_offset"] == 1234
     # the writes refuse (the engine's own check of /controller)
     from core.topics import draft_create_topic
     with pytest.raises(KRaftControllerError, match="KRaft controller"):
@@ -85,11 +87,11 @@ def test_migrating_and_rolled_back_states(session):
     assert read_migration_status(session, read_snapshot(session)) is None  # plain ZooKeeper mode
     session.create(zf.MIGRATION, KAFKA_MIGRATION_EMPTY)
     rolled = read_migration_status(session, read_snapshot(session))
-    assert rolled.phase.startswith("migration begun") and not rolled.kraft_controller_active
+    assert rolled.phase_key == "controllers-ready" and not rolled.kraft_controller_active
     assert rolled.kraft_brokers == () and "roll back" in rolled.write_block_reason
     session.set(zf.CONTROLLER, KAFKA_KRAFT_CONTROLLER)
     migrating = read_migration_status(session, read_snapshot(session))
-    assert migrating.phase == "migrating metadata" and migrating.kraft_controller == 3000
+    assert migrating.phase_key == "metadata-load" and migrating.kraft_controller == 3000  # offset -1: copying
 
 
 def test_kraft_controller_without_migration_node(session):
@@ -97,5 +99,5 @@ def test_kraft_controller_without_migration_node(session):
     session.create(zf.CONTROLLER, KAFKA_KRAFT_CONTROLLER)
     snap = read_snapshot(session)
     status = migration_status(snap, None)
-    assert status.phase == "KRaft controller" and "may be stale" in status.detail
+    assert status.phase_key == "kraft-controller-only" and "may be stale" in status.detail
     assert kraft_brokers(snap) == ()

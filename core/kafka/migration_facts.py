@@ -1,0 +1,74 @@
+"""What the brokers tell of a ZooKeeper -> KRaft migration, for core.migration_readiness and core.migration_phases:
+each broker's Kafka version (its own ApiVersions answer), its inter.broker.protocol.version, reserved.broker.max.id
+and zookeeper.metadata.migration.enable (DescribeConfigs: server.properties, which ZooKeeper does not hold), its
+offline log directories (DescribeLogDirs) and, where the brokers answer it, the KRaft quorum (DescribeQuorum).
+Reads only. A broker that does not answer is named with why, never taken as ready."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from core.errors import KeelError
+from core.kafka.admin import KafkaAdmin
+from core.kafka.metadata import quorum_of
+from core.model import Quorum
+
+KEYS = ("inter.broker.protocol.version", "reserved.broker.max.id", "zookeeper.metadata.migration.enable",
+        "process.roles")
+
+
+@dataclass(frozen=True)
+class BrokerFacts:
+    versions: dict[int, tuple[int, ...] | None]
+    configs: dict[int, dict[str, str | None] | str]
+    offline_dirs: tuple[tuple[int, str, str], ...] | None
+    quorum: Quorum | None
+    errors: tuple[str, ...] = ()
+
+    @property
+    def migration_flags(self) -> dict[int, bool]:
+        """broker -> zookeeper.metadata.migration.enable, for the brokers that answered."""
+        return {b: str(c.get("zookeeper.metadata.migration.enable")).lower() == "true"
+                for b, c in self.configs.items() if not isinstance(c, str)}
+
+
+def broker_versions(admin: KafkaAdmin, brokers: Iterable[int]) -> dict[int, tuple[int, ...] | None]:
+    """Each broker's version as kafka-python infers it from that broker's own ApiVersions answer (a connection to
+    each: a rolling upgrade leaves brokers on different versions); None for one that did not answer."""
+    manager = admin._admin._manager
+    ms = int(admin.timeout * 1000)
+
+    async def ask() -> dict[int, tuple[int, ...] | None]:
+        out: dict[int, tuple[int, ...] | None] = {}
+        for b in brokers:
+            try:
+                conn = await manager.get_connection(b, timeout_ms=ms)
+                out[b] = tuple(conn.broker_version) if conn.broker_version is not None else None
+            except Exception:  # not in the metadata, not reachable: unknown, said so by the check
+                out[b] = None
+        return out
+
+    return manager.run(ask)
+
+
+def broker_facts(admin: KafkaAdmin, brokers: Iterable[int]) -> BrokerFacts:
+    ids = sorted({int(b) for b in brokers})
+    errors: list[str] = []
+    versions = broker_versions(admin, ids)
+    configs: dict[int, dict[str, str | None] | str] = {}
+    for b, answer in admin.broker_configs(ids, KEYS).items():
+        configs[b] = answer if isinstance(answer, str) else {k: v[0] for k, v in answer.items()}
+    offline: tuple[tuple[int, str, str], ...] | None
+    try:
+        offline = tuple((d.broker, d.path, d.error) for d in admin.log_dirs(ids).dirs if d.error)
+    except KeelError as e:
+        offline, _ = None, errors.append(str(e))
+    quorum = None
+    with contextlib.suppress(KeelError):  # ZooKeeper-mode brokers do not answer DescribeQuorum
+        quorum = quorum_of(admin.quorum())
+    return BrokerFacts(versions, configs, offline, quorum, tuple(errors))
+
+
+__all__ = ["BrokerFacts", "broker_facts", "broker_versions", "KEYS"]

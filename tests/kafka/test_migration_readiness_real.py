@@ -1,0 +1,100 @@
+"""Issue 27 item 2 on the shared real ZooKeeper-mode Kafka 3.9.1 cluster: `migration --zk --bootstrap-server`'s
+readiness from what the brokers answer (ApiVersions, DescribeConfigs, DescribeLogDirs) and what ZooKeeper holds,
+with problems planted and removed so the shared cluster is left as it was: a throttled reassignment in flight
+(cancelled after), a topic deletion, a malformed /migration in the cluster's chroot (removed after). The gate
+lets an Admin API write through on a cluster reached by bootstrap alone (its brokers say ZooKeeper mode: nothing
+migrates)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from core import zkformat as zf
+from core.audit.store import Store
+from core.kafka.admin import KafkaAdmin
+from core.kafka.migration_facts import broker_facts
+from core.plans import parse_reassignment
+from core.zk import reassign_writes
+from tests.kafka.realkafka import RealKafka, create_topic, eventually, produce
+
+
+def readiness(kafka: RealKafka, *extra: str) -> dict:
+    out = kafka.keel_ok("migration", "--zk", kafka.zk_connect, "--bootstrap-server", kafka.bootstrap,
+                        "--store", str(kafka.store), "--json", *extra)
+    doc = json.loads(out)
+    return {c["key"]: c for c in doc["readiness"]} | {"_doc": doc}
+
+
+def test_broker_facts_of_a_real_cluster(healthy: RealKafka):
+    ids = sorted(healthy.cluster.broker_ids)
+    with KafkaAdmin(healthy.bootstrap) as admin:
+        facts = broker_facts(admin, ids)
+    assert facts.versions == {b: (3, 9) for b in ids}
+    assert all(str(c["inter.broker.protocol.version"]).startswith("3.9") for c in facts.configs.values())
+    assert facts.migration_flags == {b: False for b in ids} and facts.offline_dirs == () and facts.quorum is None
+    r = readiness(healthy, "--controller-ids", "3000,3001,3002")
+    for key in ("versions", "ibp", "controller-ids", "reserved-ids", "log-dirs", "migration-node", "reassignment",
+                "deletion"):
+        assert r[key]["verdict"] == "ok", r[key]
+    assert r["quorum"]["verdict"] == "unknown" and "kafka-metadata-quorum" in r["quorum"]["fix"]
+    assert r["_doc"]["key"] == "none" and r["_doc"]["brokers_without_migration_flag"] == ids
+    clash = readiness(healthy, "--controller-ids", f"{ids[0]},3000")["controller-ids"]
+    assert clash["verdict"] == "fail" and f"Controller id(s) {ids[0]} are broker ids" in clash["detail"]
+
+
+def test_planted_problems_fail_their_checks_and_clear(healthy: RealKafka):
+    kafka = healthy
+    a, _, c = sorted(kafka.cluster.broker_ids)
+    moving = f"mr-{uuid.uuid4().hex[:6]}"
+    create_topic(kafka, moving, {0: [a]})
+    produce(kafka, moving, {0: 3_000_000})
+    plan = parse_reassignment(json.dumps({"version": 1, "partitions": [
+        {"topic": moving, "partition": 0, "replicas": [c]}]}))
+    store = Store(kafka.store)
+    reassign_writes.execute(kafka.zk, store, plan, cluster="mig", throttle=10_000, actor="keel-tests")
+    try:
+        # the deletion of a topic being reassigned waits for the reassignment (TopicDeletionManager: ineligible)
+        kafka.zk.create(f"{zf.DELETE_TOPICS}/{moving}")
+        kafka.zk.create(zf.MIGRATION, b'{"version":0,"kraft_controller_id":3000}')  # malformed (KAFKA-19480)
+        r = readiness(kafka)
+        assert r["reassignment"]["verdict"] == "fail" and f"{moving}-0" in r["reassignment"]["detail"]
+        assert r["deletion"]["verdict"] == "fail" and moving in r["deletion"]["detail"]
+        assert r["migration-node"]["verdict"] == "fail" and "KAFKA-19480" in r["migration-node"]["detail"]
+        assert r["_doc"]["migration_znode_error"]
+    finally:
+        if kafka.zk.get(zf.MIGRATION).exists:
+            kafka.zk.delete(zf.MIGRATION)
+        # a topic queued for deletion cannot be cancelled (UnknownTopicOrPartition): unthrottled, the reassignment
+        # ends in a moment and the controller deletes the topic; every broker's rate goes (Kafka's clearAllThrottles)
+        reassign_writes.remove_throttles(kafka.zk, [moving], *reassign_writes._live(kafka.zk))
+
+    def deleted() -> None:  # the reassignment done, the controller deletes the topic
+        r = readiness(kafka)
+        assert r["deletion"]["verdict"] == "ok" and moving not in {t.name for t in kafka.snapshot().topics}
+        # Kafka's controller leaves the deleted topic's entry in /admin/reassign_partitions: Keel names it stale
+        assert r["reassignment"]["verdict"] == "ok" or "topic deleted: a stale entry" in r["reassignment"]["detail"]
+    eventually(deleted, timeout=60, interval=1.0)
+    if kafka.zk.get(zf.REASSIGN).exists:  # leave the shared cluster as it was
+        kafka.zk.delete(zf.REASSIGN)
+
+    def cleared() -> None:
+        r = readiness(kafka)
+        assert [r[k]["verdict"] for k in ("reassignment", "deletion", "migration-node")] == ["ok"] * 3, r
+    eventually(cleared, timeout=20, interval=1.0)
+
+
+def test_admin_api_write_allowed_on_a_cluster_reached_by_bootstrap(healthy: RealKafka, tmp_path, monkeypatch):
+    """Item 4 of the issue: the gate admits a write through the Admin API when the cluster is reached by bootstrap alone (no
+    ZooKeeper to refuse through); the ZooKeeper-mode brokers answer, nothing is migrating."""
+    (tmp_path / "keel.toml").write_text(f'[clusters.b]\nbootstrap = "{healthy.bootstrap}"\n'
+                                        '[access]\noperator = ["cli"]\n')
+    monkeypatch.setenv("KEEL_CONFIG", str(tmp_path / "keel.toml"))
+    topic = f"mb-{uuid.uuid4().hex[:6]}"
+    code, out, err = healthy.keel("create-topic", "--bootstrap-server", healthy.bootstrap, "--topic", topic,
+                                  "--partitions", "1", "--replication-factor", "1", "--store", str(healthy.store))
+    assert code == 0, err
+    assert "Writes through ZooKeeper are disabled" not in err
+    def created() -> None:
+        assert topic in healthy.kafka_topics()
+    eventually(created, timeout=20)
