@@ -99,6 +99,7 @@ class Keel:
     def __init__(self, connect: str, store):
         self.connect, self.store = connect, store
         self.phases: list[tuple[str, str]] = []
+        self.keys: list[str] = []  # core.migration_phases' key of each phase read, in order
 
     def record(self, step: str):
         with ZkSession.open(self.connect) as session:
@@ -106,6 +107,7 @@ class Keel:
             held = {path: session.get(path) for path in (zf.CONTROLLER, zf.MIGRATION)}
         phase = "no migration" if status is None else status.phase
         self.phases.append((step, phase))
+        self.keys.append("none" if status is None else status.phase_key)
         zk = ", ".join(f"{p}={n.data.decode() if n.exists else '(none)'}" for p, n in held.items())
         print(f"  after {step!r}: ZooKeeper {zk}\n    Keel: {phase}"
               + ("" if status is None else f" — {status.detail}"), file=sys.stderr)
@@ -188,6 +190,9 @@ def test_zookeeper_to_kraft_migration_keeps_every_message(zk_cluster: Migration,
     assert snapshot.mode == "kraft"
     assert {b.id for b in snapshot.brokers if b.alive} == set(cluster.broker_ids)
     print("\nmigration to KRaft, measured:\n" + timing_table(m, keel.phases), file=sys.stderr)
+    # the phase Keel named after each step, as Kafka 3.9's docs name it; finalization leaves ZooKeeper as dual-write
+    # left it, so from ZooKeeper alone it reads as dual-write (the brokers' DescribeQuorum tells: mode "kraft" above)
+    assert keel.keys == ["none", "controllers-ready", "hybrid", "hybrid", "dual-write", "dual-write"], keel.phases
 
 
 def test_rollback_from_dual_write_ends_in_zookeeper_mode(zk_cluster: Migration, tmp_path):
@@ -227,3 +232,5 @@ def test_rollback_from_dual_write_ends_in_zookeeper_mode(zk_cluster: Migration, 
     with KafkaAdmin(cluster.bootstrap_servers, timeout=20) as admin:
         assert admin.quorum() is None  # ZooKeeper-mode brokers answer no DescribeQuorum
     print("\nrollback from dual-write, measured:\n" + timing_table(m, keel.phases), file=sys.stderr)
+    # /controller is a persistent node the stopped KRaft controller leaves behind: hybrid until it is deleted
+    assert keel.keys == ["dual-write", "hybrid", "hybrid", "reverting", "none"], keel.phases
