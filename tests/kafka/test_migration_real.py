@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+
 import sys
 import time
 import uuid
@@ -20,6 +22,7 @@ import pytest
 from core import zkformat as zf
 from core.kafka.admin import KafkaAdmin
 from core.kafka.metadata import read_snapshot as read_kafka_snapshot
+from core.cli import main
 from core.migration import migration_status
 from core.zk.migration_state import read_migration
 from core.zk.reader import read_snapshot
@@ -189,6 +192,15 @@ def test_zookeeper_to_kraft_migration_keeps_every_message(zk_cluster: Migration,
         snapshot = read_kafka_snapshot(admin)
     assert snapshot.mode == "kraft"
     assert {b.id for b in snapshot.brokers if b.alive} == set(cluster.broker_ids)
+    # through the brokers, Keel names the end of the story, and the cluster is written through them from now on
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["migration", "--bootstrap-server", cluster.bootstrap_servers, "--json"]) == 0
+    assert json.loads(out.getvalue())["key"] == "finalized"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        code = main(["create-topic", "--bootstrap-server", cluster.bootstrap_servers, "--topic", "after-kraft",
+                     "--partitions", "3", "--replication-factor", "3", "--store", str(tmp_path / "after.sqlite")])
+    assert code == 0, err.getvalue()
     print("\nmigration to KRaft, measured:\n" + timing_table(m, keel.phases), file=sys.stderr)
     # the phase Keel named after each step, as Kafka 3.9's docs name it; finalization leaves ZooKeeper as dual-write
     # left it, so from ZooKeeper alone it reads as dual-write (the brokers' DescribeQuorum tells: mode "kraft" above)
