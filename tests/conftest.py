@@ -155,7 +155,8 @@ FOLDER_MARKS = {"zk": ("zk",), "faults": ("zk", "slow"), "sandbox": ("zk",), "ka
 FIXTURE_MARKS = {"zk_server": "zk", "own_zk": "zk", "kafka": "kafka", "browser": "browser", "chromium": "browser",
                  "spark": "spark"}
 FOLDER_GROUPS = {"kafka": "kafka", "fleet": "spark"}
-# The real ZooKeeper -> KRaft migrations: group `migration`, on a worker of their own.
+# The real ZooKeeper -> KRaft migrations: in the kraft group, after (not beside) the KRaft clusters' tests: four more
+# JVMs starting at once beside the ZooKeeper-mode cluster's rolling restart left it leaderless for a poll (CI).
 MIGRATION_TESTS = {"tests/kafka/test_migration_real.py"}
 # Tests that start Spark through the app (the Fleet page's Run job), which no fixture shows: marked spark and run on
 # the spark group's worker, not beside a second Spark.
@@ -200,8 +201,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in sorted(marks):
             item.add_marker(getattr(pytest.mark, mark))
         if item.nodeid.split("::")[0] in MIGRATION_TESTS:
-            # each test migrates a cluster of its own (three brokers and a controller): apart from the shared ones
-            item.add_marker(pytest.mark.xdist_group("migration"))
+            # each test migrates a cluster of its own (three brokers and a controller)
+            item.add_marker(pytest.mark.xdist_group("kraft"))
         elif folder == "kafka" and "kraft" in item.fixturenames:
             # the KRaft clusters (tests/kafka/conftest.py `kraft`) beside, not after, the ZooKeeper-mode one
             item.add_marker(pytest.mark.xdist_group("kraft"))

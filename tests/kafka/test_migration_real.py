@@ -3,8 +3,8 @@ every step (sandbox.processes.migration follows Kafka 3.9's documented procedure
 from dual-write.
 
 Each test runs its own cluster in its own chroot of the session's ZooKeeper (never the shared `kafka` fixture's
-cluster) and prints, per step, the phase Keel names and how long the step took. Group `migration` (tests/conftest.py):
-one worker, beside the other Kafka groups.
+cluster) and prints, per step, the phase Keel names and how long the step took. xdist group `kraft` (tests/conftest.py):
+after the KRaft clusters' tests, beside the ZooKeeper-mode cluster's.
 """
 
 from __future__ import annotations
