@@ -18,6 +18,16 @@ HOST = "127.0.0.1"  # every server of the sandbox binds loopback
 CHILDREN: dict[int, subprocess.Popen] = {}
 
 
+def started_at(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22), None when it is gone or there is
+    no /proc. With it a waiting runner tells "still running" from "its pid now belongs to another process": pids
+    come round again (pid_max is 32,768 here) and a busy test run reuses one within minutes."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def pid_alive(pid: int) -> bool:
     """True while `pid` runs; a zombie is dead for our purposes. PermissionError: alive, someone else's."""
     child = CHILDREN.get(pid)

@@ -38,7 +38,7 @@ from typing import Iterable, Mapping
 
 from core import zkformat as zf
 from core.errors import KeelError
-from sandbox.processes.common import CHILDREN, free_port, log_tail, pid_alive
+from sandbox.processes.common import CHILDREN, free_port, log_tail, pid_alive, started_at
 from sandbox.processes.kafka_setup import (  # noqa: F401  (re-exported: the tests and the CLI import them from here)
     BROKER_SETTINGS,
     DEFAULT_HEAP,
@@ -448,11 +448,12 @@ class KafkaCluster:
         except KeelError:  # ZooKeeper gone: Kafka's controlled shutdown will time out anyway
             ctl = None
         for group in ([b for b in running if b.id != ctl], [b for b in running if b.id == ctl]):
+            born = {b.id: started_at(b.pid) for b in group}
             for b in group:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(b.pid, signal.SIGTERM)
             for b in group:
-                _signal_and_wait(b.pid, None, timeout)
+                _signal_and_wait(b.pid, None, timeout, born[b.id])
                 self._forget(b)
         return [b.id for b in running]
 
@@ -478,16 +479,25 @@ class KafkaCluster:
         self.stop()
 
 
-def _signal_and_wait(pid: int, sig: int | None, timeout: float) -> None:
-    """Send `sig` (None: already sent), wait up to `timeout` for the process to end, then SIGKILL; reap our child."""
+def _signal_and_wait(pid: int, sig: int | None, timeout: float, born: int | None = None) -> None:
+    """Send `sig` (None: already sent), wait up to `timeout` for the process to end, then SIGKILL; reap our child.
+
+    Another process's broker (not our child) is followed by its start time too: once it has exited, its pid may be
+    handed to a new process (a broker of another test, seen killed at startup in CI), which must not be waited on,
+    let alone killed."""
     child = CHILDREN.get(pid)
-    if sig is not None:
+    born = born if born is not None else started_at(pid)  # `born`: read before a signal sent by the caller
+
+    def running() -> bool:
+        return pid_alive(pid) and (child is not None or born is None or started_at(pid) == born)
+
+    if sig is not None and running():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
     deadline = time.monotonic() + timeout
-    while pid_alive(pid) and time.monotonic() < deadline:
+    while running() and time.monotonic() < deadline:
         time.sleep(0.1)
-    if pid_alive(pid):
+    if running():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     if child is not None:
@@ -496,5 +506,5 @@ def _signal_and_wait(pid: int, sig: int | None, timeout: float) -> None:
         CHILDREN.pop(pid, None)
     else:
         deadline = time.monotonic() + 10
-        while pid_alive(pid) and time.monotonic() < deadline:
+        while running() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from sandbox.processes.common import CHILDREN, HOST, free_port, pid_alive
+from sandbox.processes.common import CHILDREN, HOST, free_port, pid_alive, started_at
 from sandbox.processes.common import log_tail as _tail
 
 __all__ = [
@@ -243,8 +243,14 @@ def _write_config(data_dir: Path, port: int, extra: Mapping[str, object] | None)
 
 
 def _kill(pid: int, timeout: float) -> None:
-    """SIGTERM, wait up to timeout, then SIGKILL; reaps the process when it is our child."""
+    """SIGTERM, wait up to timeout, then SIGKILL; reaps the process when it is our child. Another process's server is
+    followed by its start time as well as its pid, which a new process may get once it has exited (never killed)."""
     child = CHILDREN.pop(pid, None)
+    born = started_at(pid)
+
+    def gone() -> bool:
+        return not pid_alive(pid) or (born is not None and started_at(pid) != born)
+
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -252,9 +258,11 @@ def _kill(pid: int, timeout: float) -> None:
         if child is not None:
             if child.poll() is not None:
                 return
-        elif not pid_alive(pid):
+        elif gone():
             return
         time.sleep(0.05)
+    if child is None and gone():
+        return
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     if child is not None:
@@ -262,7 +270,7 @@ def _kill(pid: int, timeout: float) -> None:
             child.wait(timeout=10)
     else:
         deadline = time.monotonic() + 10
-        while pid_alive(pid) and time.monotonic() < deadline:
+        while not gone() and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
