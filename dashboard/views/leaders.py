@@ -275,6 +275,9 @@ def live() -> None:
     if last:
         actions.show(RESULT, scope="leaders")
     last_election(snap)
+    if scope is not None and not snap.topics:  # a new cluster: nothing to elect is no error
+        st.info("The cluster has no topics yet: there is no leader to elect.", icon=":material/info:")
+        scope = None
     if scope is not None:
         try:
             selection = conn.derived("leaders.selection", snap, lambda s: elections.select(s, **scope),

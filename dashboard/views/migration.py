@@ -47,6 +47,8 @@ if phase.rollback_possible:
                f"\"{md(phase.rollback_from or '')}\":\n\n"
                + "\n".join(f"{i}. {md_text(s)}" for i, s in enumerate(phase.rollback_steps, 1)),
                icon=":material/undo:")
+elif phase.key == "finalized":  # the normal state of a KRaft cluster (migrated, or KRaft from the start): no alarm
+    st.info("Nothing to roll back: the cluster runs in KRaft mode.", icon=":material/check_circle:")
 else:
     st.error("**Rollback not possible** from this phase.", icon=":material/block:")
 

@@ -226,3 +226,19 @@ def test_execute_verify_and_roll_back_from_the_reassign_page(kraft_app: KraftClu
                        and not s.in_progress.reassignment, timeout=60)
     kinds = [(a.kind, a.status) for a in reversed(Store().actions())]
     assert kinds == [("reassignment", "applied"), ("remove-throttles", "applied"), ("rollback", "applied")], kinds
+
+
+PAGES = ("views/overview.py", "views/topics.py", "views/brokers.py", "views/broker.py", "views/leaders.py",
+         "views/create_topic.py", "reassign/page.py", "views/history.py", "views/restart.py", "views/log_dirs.py",
+         "views/consumer_groups.py", "views/state_changes.py", "views/migration.py")
+
+
+def test_every_page_draws_a_kraft_cluster_without_an_error(kraft_app: KraftCluster):
+    """Every cluster page (the Fleet page needs no cluster) on a KRaft cluster: drawn, no exception, no error box, and
+    nothing that names a ZooKeeper the cluster has not."""
+    _created(kraft_app, {0: [1, 2], 1: [2, 3], 2: [3, 1]})  # a cluster with data (an empty one: Reassign says so)
+    for page in PAGES:
+        at = _run(page)
+        assert not at.exception, (page, at.exception)
+        assert not at.error, (page, [e.value for e in at.error])
+        assert "ZooKeeper unreachable" not in _text(at), page
