@@ -41,7 +41,15 @@ def _create(admin: KafkaAdmin, topic: str, assignment: dict[int, list[int]]) -> 
     from kafka.admin import NewTopic
 
     admin._admin.create_topics([NewTopic(topic, replica_assignments=assignment)])
-    eventually(lambda: _assert_equal(_replicas(admin, topic), assignment), timeout=30, interval=0.3)
+
+    def everywhere() -> None:  # each read may ask another broker: every one of them has applied the topic
+        for _ in range(3 * len(kraft_nodes(admin))):
+            _assert_equal(_replicas(admin, topic), assignment)
+    eventually(everywhere, timeout=30, interval=0.3)
+
+
+def kraft_nodes(admin: KafkaAdmin) -> list:
+    return list(admin.describe_cluster().get("brokers") or ())
 
 
 def _produce(kraft: KraftCluster, topic: str, partitions, megabytes: int) -> None:
