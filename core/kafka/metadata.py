@@ -13,6 +13,7 @@ does not list is shown on a down broker, never dropped).
 from __future__ import annotations
 
 import base64
+import time
 import uuid
 from typing import Mapping, Sequence
 
@@ -157,9 +158,20 @@ def snapshot_of(cluster_info: Mapping, topics: Sequence[Mapping], *,
         mode="kraft" if quorum is not None else "zookeeper", quorum=quorum)
 
 
-def read_snapshot(admin: KafkaAdmin, *, cluster: str = "") -> ClusterSnapshot:
+def read_snapshot(admin: KafkaAdmin, *, cluster: str = "", attempts: int = 3) -> ClusterSnapshot:
     """The whole cluster through the Admin API: brokers, topics with every partition, topic overrides, running
-    reassignments and the brokers' dynamic settings."""
+    reassignments and the brokers' dynamic settings. A topic the broker asked could not describe (it has not applied
+    the topic's records yet: each request may reach another broker) is read again, up to `attempts` reads 0.5 s,
+    1 s apart, before the snapshot names it as a problem (then a write that depends on it refuses)."""
+    for attempt in range(1, attempts + 1):
+        snap = _read_once(admin, cluster=cluster)
+        if attempt == attempts or not any(p.path.startswith("topic ") for p in snap.problems):
+            return snap
+        time.sleep(0.5 * attempt)
+    return snap
+
+
+def _read_once(admin: KafkaAdmin, *, cluster: str) -> ClusterSnapshot:
     info = admin.describe_cluster()
     quorum = quorum_of(admin.quorum())
     names = admin.topic_names()
