@@ -88,7 +88,7 @@ def _admit(cfg: KeelConfig, action: str, needs: access.Role | None, who: access.
     target = gate.Target.named(cluster.name, snap.cluster_id if snap is not None else None)
     common = dict(needs=needs, exposed=identity.exposed(), store=store())
     gate.admit(who, cfg, target, action, **common)  # as drawn: a stale page never grants more than it showed
-    if cluster.through_brokers:  # the controller quorum, asked through the brokers now
+    if conn.through_brokers:  # the controller quorum, asked through the brokers now (KRaft, or migrated to it)
         from core.kafka.probe import BrokersProbe
 
         probe = BrokersProbe(conn.write_session())

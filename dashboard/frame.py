@@ -57,9 +57,10 @@ def _cache_key(c: ClusterConfig) -> str:
     return repr((c.name, c.zk, c.bootstrap, secret, c.tls, c.connect_timeout, c.poll_interval))
 
 
-def reached_through(c: ClusterConfig) -> str:
-    """How Keel reads the cluster, for a banner: its ZooKeeper, or its brokers (KRaft)."""
-    return f"the brokers at `{c.bootstrap}`" if c.through_brokers else f"ZooKeeper at `{c.zk}`"
+def reached_through(conn: Connection) -> str:
+    """How Keel reads the cluster, for a banner: its ZooKeeper, or its brokers (KRaft, or migrated to it)."""
+    c = conn.cluster
+    return f"the brokers at `{c.bootstrap}`" if conn.through_brokers else f"ZooKeeper at `{c.zk}`"
 
 
 @st.cache_resource(show_spinner=False, on_release=lambda conn: conn.close())
@@ -122,7 +123,7 @@ def wait_for_first_snapshot(conn: Connection) -> None:
     while conn.phase in (Phase.CONNECTING, Phase.LOADING):
         with box.container():
             if conn.phase == Phase.CONNECTING:
-                st.info(f"Connecting to {reached_through(conn.cluster)} "
+                st.info(f"Connecting to {reached_through(conn)} "
                         f"(gives up after {conn.cluster.connect_timeout:g} s)…", icon=":material/sync:")
             else:
                 stage, done, total = conn.progress or ("brokers", 0, 0)
@@ -143,7 +144,7 @@ def show_failure(conn: Connection) -> None:
     if conn.error_kind == ErrorKind.NO_KAFKA:
         st.error(f"**No Kafka cluster at `{c.zk}`.** {error}", icon=":material/search_off:")
     elif conn.error_kind == ErrorKind.UNREACHABLE:
-        st.error(f"**{'Brokers' if c.through_brokers else 'ZooKeeper'} unreachable** for cluster **{c.name}**: "
+        st.error(f"**{'Brokers' if conn.through_brokers else 'ZooKeeper'} unreachable** for cluster **{c.name}**: "
                  f"{error}. "
                  f"Keel retries every {RETRY_SECONDS:g} s and on every refresh.", icon=":material/cloud_off:")
     elif conn.error_kind == ErrorKind.AUTH:
@@ -170,7 +171,7 @@ def show_staleness(conn: Connection) -> None:
     notice = conn.resync_notice()
     if notice is not None:
         st.info(notice, icon=":material/sync:")
-    if since is not None and conn.cluster.through_brokers:
+    if since is not None and conn.through_brokers:
         st.warning(f"**The brokers cannot be read** ({md_text(live.error or 'no answer')}). Showing the last good "
                    f"snapshot, from **{hhmmss(since)}**; it is not live. Keel asks again every "
                    f"{conn.cluster.poll_interval:g} s.", icon=":material/cloud_off:")
@@ -204,7 +205,7 @@ def live_snapshot(conn: Connection, *, in_fragment: bool) -> ClusterSnapshot:
         if conn.error is not None:  # kept until an attempt succeeds, so a retry does not blank it
             show_failure(conn)
         if conn.phase in (Phase.CONNECTING, Phase.LOADING):
-            st.caption(f"Connecting to {reached_through(conn.cluster)}… (attempt {conn.attempts})")
+            st.caption(f"Connecting to {reached_through(conn)}… (attempt {conn.attempts})")
         st.stop()
     if in_fragment and not had_live:
         st.rerun()  # the first snapshot arrived while the page showed an error: draw the whole page
@@ -220,7 +221,7 @@ def status_line(conn: Connection) -> tuple[str, str]:
             snap = live.snapshot()
             up = len(snap.alive_broker_ids)
             text = f"Live · {up}/{len(snap.brokers)} brokers up · generation {live.generation}"
-            if conn.cluster.through_brokers:  # no watches: say how fresh the view is
+            if conn.through_brokers:  # no watches: say how fresh the view is
                 text = (f"Live · {up}/{len(snap.brokers)} brokers up · read every {live.effective_interval:.3g} s, "
                         f"last at {hhmmss(live.last_good_at)}")
             if conn.resync_notice() is not None:
@@ -232,7 +233,7 @@ def status_line(conn: Connection) -> tuple[str, str]:
     if conn.phase in (Phase.CONNECTING, Phase.LOADING, Phase.IDLE):
         return "gray", "Connecting…"
     return "red", {ErrorKind.NO_KAFKA: "No Kafka at this path",
-                   ErrorKind.UNREACHABLE: "Brokers unreachable" if conn.cluster.through_brokers else
+                   ErrorKind.UNREACHABLE: "Brokers unreachable" if conn.through_brokers else
                    "ZooKeeper unreachable",
                    ErrorKind.AUTH: "Access denied"}.get(conn.error_kind, "Connection failed")
 

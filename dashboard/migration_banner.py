@@ -23,18 +23,26 @@ log = logging.getLogger(__name__)
 CACHE_SECONDS = 5.0
 
 
+def _zk(conn: Connection):
+    """(ZooKeeper view, its snapshot) or (None, None): the live view, or the one kept beside the brokers' once a
+    migrated cluster is read through them (Connection.zk_live)."""
+    live = conn.zk_live
+    snap = None if live is None else live.snapshot()
+    return (live, snap) if snap is not None else (None, None)
+
+
 def status(conn: Connection) -> MigrationStatus | None:
-    """The cluster's migration state, or None (a plain ZooKeeper-mode cluster, or nothing loaded yet)."""
-    snap = conn.snapshot()
-    if snap is None or conn.cluster.through_brokers:  # no ZooKeeper to migrate from
+    """The cluster's migration state, or None (a plain ZooKeeper-mode cluster, a cluster without ZooKeeper, or
+    nothing loaded yet)."""
+    live, snap = _zk(conn)
+    if snap is None:  # no ZooKeeper to migrate from (or not read yet)
         return None
     memo = conn.memo("migration")
     now = time.monotonic()
     hit = memo.get("znode")
     if hit is None or now - hit[0] > CACHE_SECONDS:
         znode = hit[1] if hit is not None else None
-        live = conn.live
-        if live is not None and live.status == "connected":
+        if live.status == "connected":
             try:
                 from core.zk.migration_state import read_migration
 
@@ -53,7 +61,10 @@ def status(conn: Connection) -> MigrationStatus | None:
 
 def block_text(conn: Connection) -> str | None:
     """Why ZooKeeper writes are disabled on this cluster (plain text), or None. A cluster read through its brokers
-    (KRaft) is written through them: the gate asks its controller quorum at click time (core.kafka.probe)."""
+    (KRaft, or migrated to it) is written through them: the gate asks its controller quorum at click time
+    (core.kafka.probe)."""
+    if conn.through_brokers:
+        return None
     s = status(conn)
     if s is not None:
         return s.write_block_reason
@@ -76,6 +87,12 @@ def banner(conn: Connection) -> None:
             st.warning(f"**/migration is unreadable:** {md_text(error)}. ZooKeeper writes are disabled until it is "
                        "repaired.", icon=":material/report:")
         return
+    if conn.through_brokers:  # every broker in KRaft mode: read and written through the brokers now
+        st.info(f"**ZooKeeper → KRaft migration: {md(s.phase)}** · every broker runs in KRaft mode: Keel reads and "
+                f"writes this cluster through its brokers (`{md(conn.cluster.bootstrap or '')}`) now; ZooKeeper is "
+                "only a copy kept for a revert (or frozen, once the controllers are finalized). See the KRaft "
+                "migration page.", icon=":material/swap_calls:")
+        return
     head = (f"**ZooKeeper → KRaft migration: {md(s.phase)}**" + (f" · KRaft controller **{s.kraft_controller}**"
                                                                  if s.kraft_controller is not None else ""))
     lines = [head, md_text(s.detail)]
@@ -89,13 +106,12 @@ def banner(conn: Connection) -> None:
 def phase(conn: Connection, flags: dict[int, bool] | None = None) -> MigrationPhase | None:
     """The phase (core.migration_phases) from the snapshot and the /migration status() read; None before the
     first snapshot. `flags`: each broker's zookeeper.metadata.migration.enable, when readiness read the brokers."""
-    snap = conn.snapshot()
-    if snap is None:
-        return None
-    if conn.cluster.through_brokers:
-        return phase_of(snap, None)
+    _, zk_snap = _zk(conn)
+    if zk_snap is None:  # no ZooKeeper (a KRaft cluster, or one not reachable): what the brokers say
+        snap = conn.snapshot()
+        return None if snap is None else phase_of(snap, None)
     status(conn)  # refreshes the memo's /migration
-    return phase_of(snap, conn.memo("migration")["znode"][1], flags)
+    return phase_of(zk_snap, conn.memo("migration")["znode"][1], flags)
 
 
 def collect_readiness(conn: Connection, controller_ids: tuple[int, ...] | None):
@@ -104,10 +120,10 @@ def collect_readiness(conn: Connection, controller_ids: tuple[int, ...] | None):
     from core.migration_readiness import readiness
     from core.zk.migration_state import readiness_facts
 
-    snap = conn.snapshot()
-    live = conn.live
-    if snap is None or live is None or live.status != "connected":
-        raise KeelError("the cluster is not connected: readiness reads ZooKeeper now")
+    live, snap = _zk(conn)
+    if snap is None or live.status != "connected":
+        raise KeelError("ZooKeeper is not connected: readiness reads ZooKeeper now"
+                        + (" (this cluster has no `zk` in keel.toml)" if conn.cluster.zk is None else ""))
     broker, admin_error = None, None
     if conn.cluster.bootstrap:
         from core.kafka.admin import KafkaAdmin

@@ -35,8 +35,8 @@ def _read(ctx: PageContext, lasting: float, force: bool) -> tuple[DriftReport | 
             tracker = memo["tracker"] = DriftTracker(lasting_after=lasting)
             memo.pop("at", None)
         if force or memo.get("at") is None or time.monotonic() - memo["at"] >= READ_SECONDS:
-            live = ctx.conn.live
-            if live is None or getattr(live, "status", None) != "connected":
+            live = ctx.conn.zk_live  # the ZooKeeper view, also once the pages read the brokers (migrated)
+            if live is None or live.status != "connected":
                 return memo.get("report"), "not connected to ZooKeeper: the drift is read once the live view is", \
                     memo.get("shown")
             from core.cluster.drift import read_drift

@@ -78,6 +78,8 @@ with st.sidebar:
         st.query_params["cluster"] = choice  # every view's URL names its cluster (paste it: same view)
     if cluster.through_brokers:
         st.caption(f"KRaft · brokers `{cluster.bootstrap}`")
+    elif frame.connection(cluster).through_brokers:  # migrated to KRaft: its brokers are read now
+        st.caption(f"KRaft · brokers `{cluster.bootstrap}` · ZooKeeper `{cluster.zk}` (migrated from)")
     else:
         st.caption(f"ZooKeeper `{cluster.zk}`" + (f" · digest user `{cluster.digest_user}`" if cluster.digest else "")
                    + (" · TLS" if cluster.tls else ""))

@@ -16,6 +16,12 @@ error and times; its writes go through `write_session()` (core.cluster.engines p
   for at once is computed once: the others wait for it.
 * `view_stamp()` changes exactly when something a page draws from the connection may have changed (a new
   snapshot, the session's status, a failure, a reconnect notice): the dashboard redraws a live view only then.
+* A cluster configured with both `zk` and `bootstrap` that migrates to KRaft (issue 27) is read through its brokers
+  once ZooKeeper shows the KRaft controller in charge and no broker left in ZooKeeper mode, and the brokers answer
+  DescribeQuorum: from dual-write on ZooKeeper is only a copy kept for a revert, and after finalization it is frozen.
+  The ZooKeeper view stays open beside it (`zk_live`: the migration banner reads /migration through it) and a broker
+  back in /brokers/ids (a revert) switches the reading back. When ZooKeeper cannot be reached at all (decommissioned
+  after the migration) but the brokers answer as KRaft, the brokers are read.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ RETRY_SECONDS = 5.0  # minimum gap between background (re)connect attempts
 REPLACE_AFTER_SECONDS = 2.0  # a session down this long gets a fresh one opened beside it
 RESYNC_NOTICE_SECONDS = 120.0  # how long `resync_notice` reports a re-read after a reconnect
 DERIVED_KEYS = 64  # values kept per derived name and snapshot (e.g. the partition tables of that many topics)
+KEPT_MEMOS = ("migration", "migration_drift")  # memos that outlive a switch of reader: they are about the migration
 
 
 class Phase(StrEnum):
@@ -101,7 +108,12 @@ class Connection:
         self.computed: Counter[str] = Counter()  # derived values computed, per name (tests and benches read it)
         self._memo: dict[str, dict] = {}
         self._write_admin = None  # KafkaAdmin of the writes to a cluster read through its brokers
-
+        # a zk + bootstrap cluster read through its brokers after its migration: the ZooKeeper view kept beside
+        # (None when ZooKeeper could not be reached); `_via_brokers` says the reader was switched
+        self._via_brokers = False
+        self._zk_side: LiveCluster | None = None
+        self._last_switch_try = float("-inf")
+        self.switch_note: str | None = None  # why the reader is what it is, for a banner
     # --- lifecycle -----------------------------------------------------------------------
 
     def ensure(self, retry_after: float = 0.0) -> None:
@@ -119,7 +131,19 @@ class Connection:
                     return
                 replacing = False
             else:
-                if self.cluster.through_brokers:  # the poller keeps trying by itself
+                if self.through_brokers:  # the poller keeps trying by itself
+                    back = self._switch_back_due()
+                    if back is None:
+                        return
+                    self._worker = threading.Thread(target=self._switch_back, args=(back,), daemon=True,
+                                                    name=f"keel-switch-{self.cluster.name}")
+                    self._worker.start()
+                    return
+                if self._switch_due(now):
+                    self._last_switch_try = now
+                    self._worker = threading.Thread(target=self._attempt_switch, daemon=True,
+                                                    name=f"keel-switch-{self.cluster.name}")
+                    self._worker.start()
                     return
                 if self.live.status in ("connected", "connecting", "resyncing") or self._down_since is None:
                     return
@@ -149,8 +173,10 @@ class Connection:
         # a worker that finished after we took `live` may have installed another one
         with self._lock:
             late, self.live = self.live, None
-        if late is not None:
-            _stop_live(late)
+            side, self._zk_side = self._zk_side, None
+        for view in (late, side):
+            if view is not None:
+                _stop_live(view)
         with self._lock:
             admin, self._write_admin = self._write_admin, None
         if admin is not None:
@@ -178,6 +204,9 @@ class Connection:
                 except Exception:
                     pass
             kind, failure = _describe(e, self.cluster)
+            if (not replacing and kind == ErrorKind.UNREACHABLE and self.cluster.bootstrap
+                    and self._read_brokers_instead(failure)):
+                return
             with self._lock:
                 self.failure, self.error_kind = failure, kind
                 self._last_attempt_end = time.monotonic()
@@ -262,6 +291,121 @@ class Connection:
         if closed:
             _stop_live(live)
 
+    # --- a migrated cluster read through its brokers (issue 27) ---------------------------------------------
+
+    @property
+    def through_brokers(self) -> bool:
+        """Whether the view pages draw (and writes) go through the brokers' Admin API: a cluster without `zk`, or
+        one whose migration to KRaft has moved every broker off ZooKeeper."""
+        return self.cluster.through_brokers or self._via_brokers
+
+    @property
+    def zk_live(self) -> LiveCluster | None:
+        """The ZooKeeper view (where /migration is read): the live view itself, or the one kept beside the brokers'
+        after a switch; None for a cluster without ZooKeeper, or one whose ZooKeeper could not be reached."""
+        live = self.live
+        return live if isinstance(live, LiveCluster) else self._zk_side
+
+    def _switch_due(self, now: float) -> bool:
+        """Under the lock: a zk + bootstrap cluster whose ZooKeeper shows the KRaft controller in charge and no
+        broker in ZooKeeper mode, not tried in the last RETRY_SECONDS."""
+        live = self.live
+        if (not self.cluster.bootstrap or not isinstance(live, LiveCluster) or live.status != "connected"
+                or now - self._last_switch_try < RETRY_SECONDS):
+            return False
+        return _all_brokers_left_zookeeper(live.snapshot())
+
+    def _switch_back_due(self) -> str | None:
+        """Under the lock: why a switched reader goes back to ZooKeeper (a broker registered there again, or the
+        brokers no longer answer as KRaft), else None."""
+        if not self._via_brokers:
+            return None
+        side, live = self._zk_side, self.live
+        if side is not None and side.status == "connected":
+            zk_snap = side.snapshot()
+            if zk_snap is not None and not _all_brokers_left_zookeeper(zk_snap):
+                return "a broker registered in ZooKeeper again (a revert to ZooKeeper mode)"
+        snap = None if live is None else live.snapshot()
+        if side is not None and live is not None and live.status == "connected" and snap is not None \
+                and not snap.is_kraft:  # a switch made without ZooKeeper has nothing to go back to
+            return "the brokers no longer answer DescribeQuorum"
+        return None
+
+    def _open_brokers(self):
+        """A started PolledCluster of the cluster's bootstrap whose first read says KRaft mode, else None."""
+        from core.kafka.admin import KafkaAdmin
+        from core.kafka.poller import PolledCluster
+
+        admin = None
+        try:
+            admin = KafkaAdmin.for_cluster(self.cluster)
+            polled = PolledCluster(admin, cluster=self.cluster.name, interval=self.cluster.poll_interval).start()
+        except Exception as e:
+            if admin is not None:
+                admin.close()
+            log.info("cluster %s: the brokers could not be read: %s", self.cluster.name, e)
+            return None
+        snap = polled.snapshot()
+        if snap is None or not snap.is_kraft:
+            _stop_live(polled)
+            return None
+        return polled
+
+    def _install_brokers(self, polled, side: LiveCluster | None, note: str) -> bool:
+        """Make `polled` the view pages read (`side`, the ZooKeeper view, kept beside); False when closed."""
+        with self._lock:
+            if self.phase == Phase.CLOSED:
+                closed = True
+            else:
+                closed = False
+                self.live, self._zk_side, self._via_brokers = polled, side, True
+                self.switch_note = note
+                self.phase, self.failure, self.error_kind = Phase.READY, None, None
+                self._last_attempt_end = time.monotonic()
+                self._reset_caches()
+        if closed:
+            _stop_live(polled)
+            return False
+        log.warning("cluster %s: %s", self.cluster.name, note)
+        return True
+
+    def _attempt_switch(self) -> None:
+        live = self.live
+        polled = self._open_brokers()
+        if polled is None or not isinstance(live, LiveCluster):
+            return
+        self._install_brokers(polled, live, "every broker has left ZooKeeper for KRaft: the cluster is read through "
+                                            "its brokers now (ZooKeeper is only a copy kept for a revert, or frozen "
+                                            "after finalization)")
+
+    def _read_brokers_instead(self, failure: KeelError) -> bool:
+        """ZooKeeper unreachable on the first connect of a zk + bootstrap cluster: its brokers, when they answer
+        as KRaft (ZooKeeper decommissioned after the migration)."""
+        polled = self._open_brokers()
+        if polled is None:
+            return False
+        return self._install_brokers(polled, None, f"ZooKeeper cannot be reached ({failure}) but the brokers answer "
+                                                   "as a KRaft cluster: read through them")
+
+    def _switch_back(self, why: str) -> None:
+        with self._lock:
+            polled, side = self.live, self._zk_side
+            if self.phase == Phase.CLOSED or not self._via_brokers or side is None:
+                return
+            self.live, self._zk_side, self._via_brokers = side, None, False
+            self.switch_note = f"read through ZooKeeper again: {why}"
+            self._reset_caches()
+        log.warning("cluster %s: %s", self.cluster.name, self.switch_note)
+        if polled is not None:
+            _stop_live(polled)
+
+    def _reset_caches(self) -> None:
+        """Under the lock: what was derived from the old view goes (the migration's own memos stay)."""
+        with self._derived_lock:
+            self._derived.clear()
+        for name in [n for n in self._memo if n not in KEPT_MEMOS]:
+            del self._memo[name]
+
     def _on_progress(self, stage: str, done: int, total: int) -> None:
         self.progress = (stage, done, total)
 
@@ -329,7 +473,7 @@ class Connection:
         ZooKeeper session, or for a cluster read through its brokers a KafkaAdmin of this connection's own (the
         poller keeps its client to itself). The engines re-read live state through it before writing. Refused
         unless the view is connected."""
-        if self.cluster.through_brokers:
+        if self.through_brokers:
             return self._brokers_for_writes()
         live = self.live
         if live is not None and live.status == "resyncing":
@@ -430,6 +574,13 @@ def _stop_live(live) -> None:
             (live.session if isinstance(live, LiveCluster) else live.admin).close()
         except Exception:
             pass
+
+
+def _all_brokers_left_zookeeper(snap: ClusterSnapshot | None) -> bool:
+    """ZooKeeper shows a KRaft controller in charge (/controller with kraftControllerEpoch) and no broker registered
+    in /brokers/ids: every broker runs in KRaft mode (dual-write, or finalized)."""
+    return (snap is not None and snap.controller is not None and snap.controller.is_kraft
+            and not snap.alive_broker_ids)
 
 
 def _describe(e: Exception, cluster: ClusterConfig) -> tuple[ErrorKind, KeelError]:

@@ -90,7 +90,7 @@ def live() -> None:
     ctrl = snap.controller
 
     mode = ("KRaft (no ZooKeeper: read through the brokers' Admin API)" if snap.is_kraft
-            else "ZooKeeper" if not ctx.cluster.through_brokers else "ZooKeeper (read through the brokers)")
+            else "ZooKeeper" if not ctx.conn.through_brokers else "ZooKeeper (read through the brokers)")
     st.caption(f"Mode **{mode}** · source `{snap.source}` · last change seen {frame.hhmmss(snap.captured_at)}"
                + (f" · cluster id {md(snap.cluster_id)}" if snap.cluster_id else ""))
 
