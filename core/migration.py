@@ -80,10 +80,12 @@ def write_block_reason(controller: Controller | None, migration: ZkMigration | N
     right before every write), or None for a plain ZooKeeper-mode cluster."""
     if controller is not None and controller.is_kraft:
         who = f"KRaft controller {controller.broker_id}"
-        phase = ("dual-write" if migration is not None and migration.initial_migration_complete else
-                 "migrating metadata" if migration is not None else "KRaft controller")
-        return (f"Writes through ZooKeeper are disabled: {who} owns this cluster (ZooKeeper -> KRaft migration, "
-                f"phase: {phase}); ZooKeeper writes would be ignored or undone. Use the Admin API or the KRaft tools.")
+        # the controller's own state (KRaftMigrationDriver), not the docs' phase: the page names that
+        state = ("metadata copied, the controller writes every change back to ZooKeeper"
+                 if migration is not None and migration.initial_migration_complete else
+                 "metadata being copied" if migration is not None else "no /migration")
+        return (f"Writes through ZooKeeper are disabled: {who} owns this cluster (ZooKeeper -> KRaft migration: "
+                f"{state}); ZooKeeper writes would be ignored or undone. Use the Admin API or the KRaft tools.")
     if migration is not None:
         return ("Writes through ZooKeeper are disabled while a ZooKeeper -> KRaft migration is under way (/migration "
                 "exists): finish or roll back the migration first.")

@@ -67,10 +67,14 @@ if st.button("Check readiness", key="mig_check"):
 held = st.session_state.get(READY)
 if held:
     _, checks, _ = held
-    verdict = {"ok": "✅ ok", "fail": "❌ fail", "unknown": "❔ unknown"}
-    st.dataframe(pd.DataFrame([{"Check": c.title, "Verdict": verdict[c.verdict], "Detail": c.detail,
-                                "Fix": c.fix if c.verdict != "ok" else ""} for c in checks]),
-                 hide_index=True, use_container_width=True, key="mig_checks")
+    # text marks, not emoji: a server's browser without an emoji font draws those as boxes
+    verdict = {"ok": "✓ ok", "fail": "✗ FAIL", "unknown": "? unknown"}
+    # a static table: the details and fixes are sentences, wrapped in full at any width (a data grid cuts them)
+    # (three columns: the fix goes under the detail, so that it keeps a readable width at 900 px)
+    st.table(pd.DataFrame([{"Check": c.title, "Verdict": verdict[c.verdict],
+                            "Detail and fix": md(c.detail) + (f" **Fix:** {md(c.fix)}" if c.verdict != "ok" and c.fix
+                                                              else "")}
+                           for c in checks]).set_index("Check"))
 else:
     st.caption("Reads ZooKeeper now and, through the cluster's `bootstrap`, the brokers' versions, settings, log "
                "directories and quorum.")
