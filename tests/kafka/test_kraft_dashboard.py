@@ -48,6 +48,20 @@ def _text(at: AppTest) -> str:
                      for e in kind)
 
 
+def create_on_page(at: AppTest, name: str) -> dict[int, list[int]]:
+    """Create topic `name` on the Create topic page as drawn in `at` (reviewed, confirmed, clicked); the placement
+    its preview showed."""
+    at.text_input(key="ct_name").input(name).run()
+    preview = next(t.value for t in at.dataframe if "Replicas" in t.value.columns)
+    shown = {int(r["Partition"]): [int(b) for b in str(r["Replicas"]).split(",")] for _, r in preview.iterrows()}
+    [confirm] = [c for c in at.checkbox if str(c.key).startswith("ct_confirm_")]
+    confirm.check().run()
+    at.button(key="ct_create").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(f"Created topic {name}" in str(s.value) for s in at.success), [s.value for s in at.success]
+    return shown
+
+
 def test_the_overview_names_the_mode_and_the_quorum(kraft_app: KraftCluster):
     at = _run()
     shown = _text(at)
@@ -89,16 +103,8 @@ def test_create_topic_writes_the_placement_on_screen_through_the_brokers(kraft_a
     without waiting out the poll interval."""
     from core.audit.store import Store
 
-    at = _run("views/create_topic.py")
     name = f"kw-{uuid.uuid4().hex[:6]}"
-    at.text_input(key="ct_name").input(name).run()
-    preview = next(t.value for t in at.dataframe if "Replicas" in t.value.columns)
-    shown = {int(r["Partition"]): [int(b) for b in str(r["Replicas"]).split(",")] for _, r in preview.iterrows()}
-    [confirm] = [c for c in at.checkbox if str(c.key).startswith("ct_confirm_")]
-    confirm.check().run()
-    at.button(key="ct_create").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any(f"Created topic {name}" in str(s.value) for s in at.success), [s.value for s in at.success]
+    shown = create_on_page(_run("views/create_topic.py"), name)
 
     with KafkaAdmin(kraft_app.bootstrap_servers, timeout=20) as admin:
         def written():

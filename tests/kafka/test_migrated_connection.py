@@ -23,6 +23,7 @@ from dashboard import frame, migration_banner
 from sandbox.processes.common import free_port
 from sandbox.processes.kraft import KraftCluster
 from tests.kafka.realkafka import eventually
+from tests.kafka.test_kraft_dashboard import create_on_page
 from tests.support.kafka_tree import write_broker, write_cluster, write_topic
 
 pytestmark = pytest.mark.kraft
@@ -140,14 +141,8 @@ def test_the_dashboard_of_a_migrated_cluster_reads_and_writes_through_the_broker
         assert "Keel reads and writes this cluster through its brokers" in shown
         assert not [e.value for e in at.error], [e.value for e in at.error]
 
-        at.switch_page("views/create_topic.py").run()
         name = f"mc-{uuid.uuid4().hex[:6]}"
-        at.text_input(key="ct_name").input(name).run()
-        [confirm] = [c for c in at.checkbox if str(c.key).startswith("ct_confirm_")]
-        confirm.check().run()
-        at.button(key="ct_create").click().run()
-        assert not at.exception and not at.error, [e.value for e in at.error]
-        assert any(f"Created topic {name}" in str(s.value) for s in at.success), [s.value for s in at.success]
+        create_on_page(at.switch_page("views/create_topic.py").run(), name)  # through the gate and the brokers
         with KafkaAdmin(kraft.bootstrap_servers, timeout=20) as admin:
             eventually(lambda: admin.topic_partitions([name]), timeout=30, interval=0.5)
         assert not session.get(zf.topic_path(name)).exists  # nothing written to the frozen ZooKeeper copy
