@@ -217,3 +217,9 @@ class TlsFileError(ValidationError):
 
 class SecretError(ValidationError):
     """Credentials that cannot be used (a digest file missing, empty, or not user:password); never echoes them."""
+
+
+def changed_meanwhile(what: str) -> str:
+    """The message of a write refused because what it was computed from changed before it landed."""
+    return (f"{what} changed while it was being written (another client wrote it first); nothing was written. "
+            "Try again.")

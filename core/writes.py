@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from core.elections import Selection
 from core.plans import PartitionStatus, ReassignmentPlan, Throttles, parse_reassignment
-from core.errors import KeelError, ValidationError
+from core.errors import KeelError, ValidationError, changed_meanwhile  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from core.audit.store import Action, Store
@@ -22,11 +22,6 @@ CANNOT_CANCEL = ("A reassignment is running: cancel it first (Kafka 2.4+: the Re
                  "core cancel --bootstrap-server HOST:PORT`), or wait for it to finish, then execute the rollback; "
                  "Kafka before 2.4 cannot cancel a running reassignment")
 JAVA_LONG_MAX = 2**63 - 1
-
-
-def changed_meanwhile(what: str) -> str:
-    return (f"{what} changed while it was being written (another client wrote it first); nothing was written. "
-            "Try again.")
 
 
 # --- topics ------------------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from core.errors import (
     ZooKeeperUnreachableError,
 )
 from core.model import ClusterSnapshot, utc_now_iso
+from core.cluster.derived_cache import Slot
 from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
 
@@ -50,7 +51,6 @@ log = logging.getLogger(__name__)
 RETRY_SECONDS = 5.0  # minimum gap between background (re)connect attempts
 REPLACE_AFTER_SECONDS = 2.0  # a session down this long gets a fresh one opened beside it
 RESYNC_NOTICE_SECONDS = 120.0  # how long `resync_notice` reports a re-read after a reconnect
-DERIVED_KEYS = 64  # values kept per derived name and snapshot (e.g. the partition tables of that many topics)
 KEPT_MEMOS = ("migration", "migration_drift")  # memos that outlive a switch of reader: they are about the migration
 
 
@@ -103,7 +103,7 @@ class Connection:
         self._down_since: float | None = None
         self._last_attempt_end = 0.0
         self._worker: threading.Thread | None = None
-        self._derived: dict[str, _Slot] = {}
+        self._derived: dict[str, Slot] = {}
         self._derived_lock = threading.Lock()
         self.computed: Counter[str] = Counter()  # derived values computed, per name (tests and benches read it)
         self._memo: dict[str, dict] = {}
@@ -446,7 +446,7 @@ class Connection:
         with self._derived_lock:
             slot = self._derived.get(name)
             if slot is None or slot.snapshot is not snapshot:
-                slot = self._derived[name] = _Slot(snapshot)
+                slot = self._derived[name] = Slot(snapshot)
             cell = slot.take(key)
         with cell.lock:  # one computes, the others wait for its value
             if not cell.done:
@@ -530,39 +530,6 @@ class Connection:
             return None
         note = live.resync_note[0].upper() + live.resync_note[1:]
         return f"{note} at {hhmmss(live.resynced_at)}."
-
-
-class _Cell:
-    """One derived value: computed under its lock by the first caller."""
-
-    __slots__ = ("lock", "done", "value")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.done = False
-        self.value: Any = None
-
-
-class _Slot:
-    """The derived values of one name for one snapshot, by key (compared with ==: a key need not be hashable),
-    the most recently used last."""
-
-    __slots__ = ("snapshot", "values")
-
-    def __init__(self, snapshot: ClusterSnapshot) -> None:
-        self.snapshot = snapshot
-        self.values: list[tuple[Any, _Cell]] = []
-
-    def take(self, key: Any) -> _Cell:
-        """The cell of `key`, a new one if there is none; the least recently used beyond DERIVED_KEYS go."""
-        for i, (k, cell) in enumerate(self.values):
-            if k is key or k == key:
-                self.values.append(self.values.pop(i))
-                return cell
-        cell = _Cell()
-        self.values.append((key, cell))
-        del self.values[:-DERIVED_KEYS]
-        return cell
 
 
 def _stop_live(live) -> None:

@@ -44,7 +44,7 @@ from core.model import ClusterSnapshot
 from core.topics import (
     AddPartitionsDraft,
     CreateTopicDraft,
-    draft_add_partitions,
+    redraft_add_partitions,
     draft_alter_config,
     draft_create_topic,
     draft_delete_topic,
@@ -188,17 +188,11 @@ def add_partitions(admin: KafkaAdmin, store: Store, draft: AddPartitionsDraft, *
                    actor: str | None = None) -> Applied:
     snap = live_state(admin)
     refuse_unreadable(snap, draft.name, f"add partitions to topic {draft.name}")
-    topic = snap.topic(draft.name)
-    if topic is not None and len(topic.partitions) != draft.old_total:
-        # The draft's new replicas were placed for the old count: re-placing them silently could change them.
-        raise InvalidPartitionsError(changed_meanwhile(f"Topic {draft.name}") + f" It now has "
-                                     f"{len(topic.partitions)} partitions; the draft was made for {draft.old_total}.")
-    checked = draft_add_partitions(snap, draft.name, draft.new_total, replica_assignment=draft.new_assignment)
+    checked, summary = redraft_add_partitions(snap, draft)
     new = [checked.new_assignment[p] for p in sorted(checked.new_assignment)]
     # Kafka refuses the request itself if the topic no longer has old_total partitions when it arrives.
     send = partial(admin.create_partitions, draft.name, checked.new_total, new)
     _validate(send, f"the new partitions of topic {draft.name}")
-    summary = f"added {len(checked.new_assignment)} partitions to {draft.name} ({checked.old_total} -> {checked.new_total})"
     payload = [{"request": "CreatePartitions", "topic": draft.name, "total": checked.new_total,
                 "assignment": _assignment_json(checked.new_assignment)}]
     action = store.begin(cluster=cluster, kind="add-partitions", target=draft.name, summary=summary, payload=payload,

@@ -58,6 +58,7 @@ from core.topics.drafts import (  # noqa: F401
     MAX_TOPIC_ZNODE_BYTES,
     check_topic_znode_size,
     draft_add_partitions,
+    redraft_add_partitions,
     draft_alter_config,
     draft_create_topic,
     draft_delete_topic,

@@ -1,6 +1,6 @@
-"""Topic drafts -- what creating, growing, re-configuring or deleting a topic WOULD write -- and the
-replica-assignment strings of kafka-topics. Pure: computed against a `ClusterSnapshot`; the ZooKeeper
-writer (core.zk.topic_admin) re-reads live state and re-validates before writing.
+"""Topic drafts -- what creating, growing, re-configuring or deleting a topic WOULD write (explicit replica
+assignments parsed by core.topics.replica_assignment). Pure: computed against a `ClusterSnapshot`; the writers
+(core.zk.topic_admin, core.kafka.topic_writes) re-read live state and re-validate before writing.
 
 * Create -- `AdminZkClient.validateTopicCreate` (exists, '.'/'_' collision, same replica count everywhere, no
   duplicate replica, partitions 0..n-1, `LogConfig.validate`) and `kafka-topics` (`TopicCommand`:
@@ -36,12 +36,11 @@ from core.errors import (
     TooLargeError,
     UnknownTopicError,
     ValidationError,
+    changed_meanwhile,
 )
 from core.model import ClusterSnapshot, Topic
-from core.numbers import clip
 from core.topics.configdef import (
     INT_MAX,
-    INT_MIN,
     SHORT_MAX,
     TOPIC_CONFIGS,
     ConfigDiffRow,
@@ -49,11 +48,17 @@ from core.topics.configdef import (
     _config_error,
     _config_warnings,
     _java_int,
-    _java_list_str,
     _java_trim,
     config_diff,
     parse_kafka_version,
     validate_topic_config,
+)
+from core.topics.replica_assignment import (  # noqa: F401  (parse_replica_assignment re-exported)
+    ASSIGNMENT_USAGE,
+    Assignment,
+    _coerce_assignment,
+    _format_assignment,
+    parse_replica_assignment,
 )
 from core.topics.names import (
     ADD_PARTITIONS_WARNING,
@@ -66,82 +71,12 @@ from core.topics.names import (
 )
 
 
-Assignment = dict[int, tuple[int, ...]]
 
 # Bounds checked before any placement is computed, so that one typed number cannot tie up the engine:
 # the topic znode (every partition's replicas) must fit one ZooKeeper request (jute.maxbuffer, 1 MiB by
 # default), and the controller creates one state znode per new partition in a single pass.
 MAX_NEW_PARTITIONS = 20_000
 MAX_TOPIC_ZNODE_BYTES = 1_000_000
-
-# =============================================================================================
-# Replica assignments
-# =============================================================================================
-
-_ASSIGNMENT_USAGE = 'expected e.g. "1:2,2:3": partitions separated by ",", the replicas of a partition by ":"'
-
-
-def _java_split(text: str, sep: str) -> list[str]:
-    """String.split(sep): trailing empty strings are removed; a string without the separator is itself."""
-    parts = text.split(sep)
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts if text else [text]
-
-
-def parse_replica_assignment(text: str) -> Assignment:
-    """kafka-topics' --replica-assignment ("1:2,2:3"), parsed and checked as `TopicCommand.parseReplicaAssignment`
-    does: partition i is the i-th ','-separated entry; duplicates in a partition and a replica count different from
-    partition 0's are refused with Kafka's messages."""
-    if not isinstance(text, str) or not _java_trim(text):
-        raise InvalidReplicaAssignmentError(f"empty replica assignment: {_ASSIGNMENT_USAGE}")
-    result: Assignment = {}
-    for i, entry in enumerate(_java_split(text, ",")):
-        brokers = []
-        for token in _java_split(entry, ":"):
-            broker = _java_int(_java_trim(token), INT_MIN, INT_MAX)
-            if broker is None:
-                raise InvalidReplicaAssignmentError(
-                    f'Invalid replica assignment "{clip(text)}": partition {i} has a broker id that is not an '
-                    f'integer: "{clip(_java_trim(token))}" ({_ASSIGNMENT_USAGE})')
-            brokers.append(broker)
-        duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
-        if duplicates:
-            raise InvalidReplicaAssignmentError("Partition replica lists may not contain duplicate entries: "
-                                                + ",".join(map(str, duplicates)))
-        result[i] = tuple(brokers)
-        if len(result[i]) != len(result[0]):
-            raise InvalidReplicaAssignmentError(f"Partition {i} has different replication factor: "
-                                                + _java_list_str([str(b) for b in brokers]))
-    if not result:
-        raise InvalidReplicaAssignmentError(f"empty replica assignment: {_ASSIGNMENT_USAGE}")
-    return result
-
-
-def _coerce_assignment(value: str | Mapping[int, Sequence[int]] | Sequence[Sequence[int]]) -> Assignment:
-    """A kafka-topics string, {partition: replicas} or [replicas, ...] (partition = position) as {int: tuple}."""
-    if isinstance(value, str):
-        return parse_replica_assignment(value)
-    try:
-        items = value.items() if isinstance(value, Mapping) else enumerate(value)
-        result = {}
-        for partition, replicas in items:
-            if isinstance(partition, bool) or not isinstance(partition, int):
-                raise TypeError(f"partition id {partition!r} is not an integer")
-            if isinstance(replicas, (str, bytes)):
-                raise TypeError(f"the replicas of partition {partition} are not a list")
-            reps = tuple(replicas)
-            if any(isinstance(b, bool) or not isinstance(b, int) for b in reps):
-                raise TypeError(f"partition {partition} has a broker id that is not an integer: {list(reps)}")
-            result[partition] = reps
-        return result
-    except TypeError as e:
-        raise InvalidReplicaAssignmentError(f"invalid replica assignment: {e}") from None
-
-
-def _format_assignment(assignment: Mapping[int, Sequence[int]]) -> str:
-    return "{" + ", ".join(f"{p}: {list(assignment[p])}" for p in sorted(assignment)) + "}"
-
 
 def _check_known_brokers(assignment: Mapping[int, Sequence[int]], known: Iterable[int]) -> None:
     """ZkAdminManager.createPartitions: every broker of an explicit assignment must be registered (alive)."""
@@ -155,7 +90,7 @@ def _validate_create_assignment(assignment: Assignment, alive: Iterable[int]) ->
     """`AdminZkClient.validateTopicCreate`'s assignment checks, then two Keel adds: no empty replica list and
     no unregistered broker (Kafka's create path skips that check; its add-partitions path makes it)."""
     if not assignment:
-        raise InvalidReplicaAssignmentError(f"empty replica assignment: {_ASSIGNMENT_USAGE}")
+        raise InvalidReplicaAssignmentError(f"empty replica assignment: {ASSIGNMENT_USAGE}")
     if len({len(reps) for reps in assignment.values()}) != 1:
         raise InvalidReplicaAssignmentError("All partitions should have the same number of replicas")
     if any(len(reps) != len(set(reps)) for reps in assignment.values()):
@@ -444,6 +379,19 @@ def kafka_topics_command(draft: CreateTopicDraft, bootstrap_or_zk: str, *, zooke
                                   hint="leave the key out, or set it with kafka-configs.sh after creating the topic")
         parts += ["--config", f"{key}={value}"]
     return shlex.join(parts)
+
+
+def redraft_add_partitions(snapshot: ClusterSnapshot, draft: AddPartitionsDraft) -> tuple[AddPartitionsDraft, str]:
+    """`draft` checked again against the live state read right before it is written (both engines), and the
+    summary its audit row records. Refused when the topic's partition count changed since: the draft's new replicas
+    were placed for the old count, and re-placing them silently could change them."""
+    topic = snapshot.topic(draft.name)
+    if topic is not None and len(topic.partitions) != draft.old_total:
+        raise InvalidPartitionsError(changed_meanwhile(f"Topic {draft.name}") + f" It now has "
+                                     f"{len(topic.partitions)} partitions; the draft was made for {draft.old_total}.")
+    checked = draft_add_partitions(snapshot, draft.name, draft.new_total, replica_assignment=draft.new_assignment)
+    return checked, (f"added {len(checked.new_assignment)} partitions to {draft.name} ({checked.old_total} -> "
+                     f"{checked.new_total})")
 
 
 def draft_add_partitions(snapshot: ClusterSnapshot, name: str, new_total: int,

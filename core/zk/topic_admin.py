@@ -36,7 +36,7 @@ from core.topics import (
     AlterConfigDraft,
     CreateTopicDraft,
     DeleteTopicDraft,
-    draft_add_partitions,
+    redraft_add_partitions,
     draft_alter_config,
     draft_create_topic,
     draft_delete_topic,
@@ -207,12 +207,7 @@ def add_partitions(session: ZkSession, store: Store, draft: AddPartitionsDraft, 
                    actor: str | None = None) -> Applied:
     snap, tree = live_state(session)
     refuse_unreadable(snap, draft.name, f"add partitions to topic {draft.name}")
-    topic = snap.topic(draft.name)
-    if topic is not None and len(topic.partitions) != draft.old_total:
-        # The draft's new replicas were placed for the old count: re-placing them silently could change them.
-        raise InvalidPartitionsError(_changed_meanwhile(f"Topic {draft.name}") + f" It now has "
-                                     f"{len(topic.partitions)} partitions; the draft was made for {draft.old_total}.")
-    checked = draft_add_partitions(snap, draft.name, draft.new_total, replica_assignment=draft.new_assignment)
+    checked, summary = redraft_add_partitions(snap, draft)
     path = zf.topic_path(draft.name)
     current = tree.assignments[draft.name]
     # The version of the very read the new partition list was computed from, not of a later get().
@@ -222,7 +217,6 @@ def add_partitions(session: ZkSession, store: Store, draft: AddPartitionsDraft, 
     # Refused for a topic queued for deletion (draft_add_partitions): still so at commit time, in the same multi.
     marker = zf.delete_topic_path(draft.name)
     ops.append(Op("absent", marker))
-    summary = f"added {len(checked.new_assignment)} partitions to {draft.name} ({checked.old_total} -> {checked.new_total})"
     action = _record(store, cluster, "add-partitions", draft.name, summary, ops,
                      {"action": "none", "reason": "Kafka cannot remove partitions from a topic"}, actor)
     changed = InvalidPartitionsError(_changed_meanwhile(f"Topic {draft.name}"))

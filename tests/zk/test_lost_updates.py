@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 from core import zkformat as zf
 from core.errors import InvalidPartitionsError, KeelError, ValidationError
 from core.plans import parse_reassignment
+from core.topics import draft_add_partitions
 from core.audit.store import Store
 from core.zk import election_writes, reassign_writes, topic_admin
 from core.zk.reader import read_for_write
@@ -71,7 +72,7 @@ def topic_partitions(s, topic):
 
 
 def test_add_partitions_does_not_overwrite_a_concurrent_growth(tree, other, store, monkeypatch):
-    draft = topic_admin.draft_add_partitions(topic_admin.live_state(tree)[0], "t", 3)
+    draft = draft_add_partitions(topic_admin.live_state(tree)[0], "t", 3)
     after_read(monkeypatch, topic_admin, "live_state", lambda: grow(other, "t", {2: [3, 4], 3: [4, 1], 4: [1, 2]}))
     with pytest.raises(InvalidPartitionsError, match="changed while it was being written.*Try again"):
         topic_admin.add_partitions(tree, store, draft, cluster="c")
@@ -192,7 +193,7 @@ def test_bulk_reads_for_writes_are_synced_first(tree, monkeypatch):
 def test_every_write_path_reports_keel_errors_only(tree, store):
     """Sanity: without interference each path above succeeds (so the refusals are the interleaving's doing)."""
     snap = topic_admin.live_state(tree)[0]
-    topic_admin.add_partitions(tree, store, topic_admin.draft_add_partitions(snap, "t", 3), cluster="c")
+    topic_admin.add_partitions(tree, store, draft_add_partitions(snap, "t", 3), cluster="c")
     topic_admin.alter_config(tree, store, "t", {"cleanup.policy": "compact"}, cluster="c")
     try:
         election_writes.trigger(tree, store, cluster="c", topic="u")
