@@ -51,8 +51,9 @@ run: export KAFKA := $(KAFKA)
 run: venv deps ## sandbox cluster + emulator + dashboard on http://127.0.0.1:PORT (KAFKA=real|kraft: real Kafka)
 	@scripts/run.sh
 
-kafka-fetch: deps ## fetch Apache Kafka's jars (KAFKA_VERSION, default 3.9.1) from Maven Central into RUN_DIR/kafka
+kafka-fetch: deps ## fetch Apache Kafka's jars (KAFKA_VERSION, default 3.9.1; and 3.8.1 for the readiness test) into RUN_DIR/kafka
 	@scripts/kafka.sh fetch
+	@KAFKA_VERSION=3.8.1 scripts/kafka.sh fetch
 
 lint: venv ## ruff check (settings in pyproject.toml)
 	$(VENV)/bin/ruff check .

