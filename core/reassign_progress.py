@@ -113,6 +113,8 @@ def scope(running: Iterable[Moving], earlier: Sample | None) -> tuple[tuple[Movi
     running = tuple(sorted(running, key=lambda m: m.key))
     now = {m.key for m in running}
     finished: dict[TopicPartition, Moving] = {}
+    if earlier is not None and not earlier.running and now and not now & {m.key for m in earlier.finished}:
+        earlier = None  # a new reassignment after one that ended: the old one's partitions are not part of it
     if earlier is not None:
         for m in earlier.finished + earlier.running:
             if m.key not in now:
@@ -134,11 +136,15 @@ def record(samples: Sequence[Sample], sample: Sample, window: float = WINDOW) ->
     so a rate is known whatever the sampling interval). A new reassignment (nothing in common with the last sample,
     which had nothing running) starts afresh."""
     kept = [s for s in samples if s.at < sample.at]
-    if kept and not kept[-1].running and not ({m.key for m in sample.running} & {m.key for m in kept[-1].finished}):
-        kept = []
+    if kept and not _keys(kept[-1]) & _keys(sample):
+        kept = []  # nothing in common with the last sample: another reassignment (or none) since
     inside = [s for s in kept if sample.at - s.at <= window]
     before = [s for s in kept if sample.at - s.at > window][-1:]
     return tuple(before + inside + [sample])
+
+
+def _keys(s: Sample) -> set[TopicPartition]:
+    return {m.key for m in s.running} | {m.key for m in s.finished}
 
 
 # --- progress ----------------------------------------------------------------------------------------------------
@@ -318,7 +324,7 @@ def progress(samples: Sequence[Sample], window: float = WINDOW) -> Progress:
     copy_rate = rate(now)
     growth = None if then is None else sum(now[k][1] - then.get(k, now[k])[1] for k in now) / span
     remaining = sum(p.remaining for p in parts)
-    eta, note = _eta(remaining, copy_rate, growth, len(samples), span)
+    eta, note = _eta(remaining, copy_rate, growth, len(samples), span) if parts else (None, NO_REASSIGNMENT)
     return Progress(last.at, tuple(parts), brokers, copy_rate, growth, eta, note, span, len(samples))
 
 
@@ -385,6 +391,51 @@ def throttles_of(running: Sequence[Moving], rate: int) -> Throttles:
         follower.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in m.adding)
     return Throttles({t: ",".join(sorted(v)) for t, v in leader.items()},
                      {t: ",".join(sorted(v)) for t, v in follower.items() if v}, reassigning_brokers(moves), rate)
+
+
+@dataclass(frozen=True)
+class ThrottleChanged:
+    """What changing the throttle of a running reassignment did (both engines return it)."""
+
+    action_id: int
+    rate: int | None  # None: the throttle was removed
+    previous: int | None  # the rate the brokers had, when they all had the same one (None: unthrottled, or mixed)
+    previous_rates: Mapping[int, str | None]  # broker -> its leader.replication.throttled.rate before
+    throttles: Throttles
+    partitions: int
+
+
+def previous_rate(rates: Mapping[int, str | None]) -> int | None:
+    """The one rate every broker had (None when unthrottled or not the same on every broker)."""
+    values = set(rates.values())
+    if len(values) != 1:
+        return None
+    only = next(iter(values))
+    return int(only) if only is not None and only.isdigit() else None
+
+
+def throttle_record(throttles: Throttles, moving: Sequence[Moving], rate: int | None,
+                    broker_configs: Mapping[str, Mapping[str, str]],
+                    topic_configs: Mapping[str, Mapping[str, str]]) -> tuple[str, dict, dict[int, str | None]]:
+    """(summary, payload, previous broker rates) of a throttle change, as both engines record it in History: the new
+    rate ("throttle", what core.writes.recorded_throttle reads) and every value it replaces, so it can be undone."""
+    from core.plans import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED
+
+    before = {b: {k: broker_configs.get(str(b), {}).get(k) for k in (LEADER_RATE, FOLLOWER_RATE)}
+              for b in throttles.brokers}
+    rates = {b: v[LEADER_RATE] for b, v in before.items()}
+    old = previous_rate(rates)
+    was = f"{old:,} B/s" if old is not None else "unthrottled" if not any(rates.values()) else "mixed rates"
+    now = f"{rate:,} B/s" if rate else "unthrottled"
+    summary = (f"replication throttle of the running reassignment ({len(moving)} partitions): {was} -> {now} on "
+               f"brokers {','.join(map(str, throttles.brokers))}")
+    topics = sorted(set(throttles.leader) | set(throttles.follower))
+    payload = {"throttle": rate, "previous_throttle": old, "brokers": list(throttles.brokers),
+               "previous": {"brokers": {str(b): v for b, v in before.items()},
+                            "topics": {t: {k: topic_configs.get(t, {}).get(k)
+                                           for k in (LEADER_THROTTLED, FOLLOWER_THROTTLED)} for t in topics}},
+               "partitions": [[m.topic, m.partition] for m in moving]}
+    return summary, payload, rates
 
 
 def format_bytes(n: float | None) -> str:

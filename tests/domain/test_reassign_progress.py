@@ -174,3 +174,11 @@ def test_throttles_of_a_running_reassignment_are_kafkas():
     assert t.leader == {"t": "0:1,0:2,1:1,1:2"} and t.follower == {"t": "0:3,1:3,1:4"} and t.rate == 5000
     with pytest.raises(ReassignmentNotRunningError, match="No reassignment is running"):
         throttles_of((), 5000)
+
+
+def test_samples_after_the_end_keep_the_finished_run_and_its_rate():
+    done = sizes(1000, 1000, 2000, 2000, 2000)
+    samples = run([(0.0, sizes(1000, 0, 2000, 0, 0)), (5.0, done, ()), (10.0, done, ()), (15.0, done, ())])
+    assert len(samples) == 4, "a finished run stays followed: its samples are not dropped"
+    p = progress(samples)
+    assert (p.fraction, p.running, len(p.partitions), p.total) == (1.0, 0, 2, 5000)
