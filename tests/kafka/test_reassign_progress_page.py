@@ -7,7 +7,6 @@ a cluster without `bootstrap` is told what byte progress needs. KRaft: `status` 
 from __future__ import annotations
 
 import json
-import os
 import uuid
 
 import pytest
@@ -115,26 +114,15 @@ def test_without_bootstrap_the_page_says_what_byte_progress_needs(healthy: RealK
 def test_kraft_status_and_throttle_through_the_brokers_alone(kraft, tmp_path):
     """KRaft: which partitions move comes from the controller (listPartitionReassignments), the bytes from
     describeLogDirs; `throttle` and `status --watch` with --bootstrap-server alone."""
-    from kafka import KafkaProducer
-    from kafka.admin import NewTopic
+    from tests.kafka.test_kraft_reassign_writes import _create, _produce
 
     boot = kraft.bootstrap_servers
     store = str(tmp_path / "keel.sqlite")
     topic = f"kbytes-{uuid.uuid4().hex[:6]}"
-    with KafkaAdmin(boot) as admin:
-        ids = sorted(int(b["node_id"]) for b in admin._admin.describe_cluster()["brokers"])  # noqa: SLF001
-        a, b, c = ids[:3]
-        admin._admin.create_topics([NewTopic(topic, replica_assignments={0: [a, b]})])  # noqa: SLF001
-        eventually(lambda: _assert(topic in admin.topic_names()), timeout=30)
-        producer = KafkaProducer(bootstrap_servers=boot, acks="all", batch_size=900_000, linger_ms=20,
-                                 max_request_size=2 << 20)
-        try:
-            value = os.urandom(100_000)
-            for _ in range(40):
-                producer.send(topic, value, partition=0)
-            producer.flush(timeout=60)
-        finally:
-            producer.close(timeout=10)
+    a, b, c = 1, 2, 3
+    with KafkaAdmin(boot, timeout=20) as admin:
+        _create(admin, topic, {0: [a, b]})
+        _produce(kraft, topic, [0], 4)
         plan = tmp_path / "plan.json"
         plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0,
                                                                   "replicas": [c, b]}]}))
