@@ -290,6 +290,8 @@ if bad_options:
     st.info("Fix the options above to plan.", icon=":material/edit:")
 elif bad_sizes:
     st.info("Fix or remove the partition sizes to plan.", icon=":material/edit:")
+elif not importing and not snap.partition_count:  # a new cluster: nothing to plan is no error
+    st.info("Nothing to plan: the cluster has no topic yet (no partition to move).", icon=":material/info:")
 elif importing:
     if import_data is not None:
         key = repr(("import", plan_view.digest(import_data), sizes_key, wave_k, wave_l))
