@@ -6,7 +6,9 @@ the Reassign page plans on the same), and writes Kafka's reassignment JSON plus 
 a kafka-log-dirs file (`--sizes`) or from the brokers (`--bootstrap-server`, the Admin API's describeLogDirs).
 `execute`, `verify` and `rollback` act through ZooKeeper (--zk: core.zk.reassign_writes) or, without --zk, through
 the brokers' Admin API (--bootstrap-server, KRaft: core.kafka.reassign_writes); `cancel` (Kafka 2.4+) always through
-the Admin API, then the throttles through ZooKeeper or the same Admin API.
+the Admin API, then the throttles through ZooKeeper or the same Admin API. `status` follows the running reassignment
+in bytes (core.reassign_progress, sampled by core.cluster.reassign_progress) and `throttle` changes its throttle while
+it runs (the engines' change_throttle).
 """
 
 from __future__ import annotations
