@@ -8,8 +8,9 @@ removing, leader), the partitions seen running in an earlier sample and no longe
 100 %, so the total of a followed reassignment never shrinks as partitions complete) and the size of every replica of
 both on every broker. `record` appends a sample and drops those older than the window.
 
-What is measured, per adding (new) replica: `copied` = its log size, at most the leader's; `total` = the leader's log
-size (the leader keeps growing under traffic, so remaining = leader size - new replica size). The copy rate is the
+What is measured, per adding (new) replica: `copied` = its log size, at most the leader's (and, while it runs, never
+less than in the sample before unless it lost more than half: a follower truncates its log to its high watermark when
+the leader epoch changes, then fetches the same bytes again); `total` = the leader's log size (the leader keeps growing under traffic, so remaining = leader size - new replica size). The copy rate is the
 growth of `copied` between the oldest sample in the window and the newest; the ETA divides the remaining bytes by how
 fast the remaining shrinks (copy rate minus the leaders' growth: equal to the copy rate without traffic), and is None
 with a reason while that is unknown or not positive.
@@ -84,7 +85,9 @@ def running_of(snapshot: ClusterSnapshot) -> tuple[Moving, ...]:
         adding = p.adding_replicas
         if not adding and not p.removing_replicas and key in targets:
             adding = tuple(b for b in targets[key] if b not in p.isr)
-        out.append(Moving(p.topic, p.partition, tuple(p.replicas), tuple(adding), tuple(p.removing_replicas),
+        # a broker's metadata may lag the controller's list: the adding replicas belong to the replicas anyway
+        replicas = tuple(dict.fromkeys((*p.replicas, *adding)))
+        out.append(Moving(p.topic, p.partition, replicas, tuple(adding), tuple(p.removing_replicas),
                           p.leader if p.leader >= 0 else None))
     return tuple(sorted(out, key=lambda m: m.key))
 
@@ -128,7 +131,14 @@ def sample_of(at: float, running: Iterable[Moving], replica_sizes: Mapping[Repli
     are those of these partitions' replicas only."""
     running, finished = scope(running, earlier)
     keys = {m.key for m in running} | {m.key for m in finished}
-    return Sample(at, running, finished, {k: v for k, v in replica_sizes.items() if (k[1], k[2]) in keys})
+    sizes = {k: v for k, v in replica_sizes.items() if (k[1], k[2]) in keys}
+    if earlier is not None:  # a new replica the broker truncated a little is counted at the most it held
+        for m in running:
+            for b in m.adding:
+                k, was = (b, m.topic, m.partition), earlier.sizes.get((b, m.topic, m.partition))
+                if was is not None and was // 2 <= sizes.get(k, 0) < was:
+                    sizes[k] = was
+    return Sample(at, running, finished, sizes)
 
 
 def record(samples: Sequence[Sample], sample: Sample, window: float = WINDOW) -> tuple[Sample, ...]:
@@ -373,7 +383,7 @@ def samples_from_json(doc: Any, cluster: str | None = None) -> tuple[Sample, ...
 
 def reassigning_brokers(running: Iterable[Moving]) -> tuple[int, ...]:
     """Kafka's calculateReassigningBrokers: every source and destination of the moves (origin and target replicas)."""
-    return tuple(sorted({b for m in running for b in m.replicas}))
+    return tuple(sorted({b for m in running for b in (*m.replicas, *m.adding, *m.removing)}))
 
 
 def throttles_of(running: Sequence[Moving], rate: int) -> Throttles:

@@ -307,8 +307,9 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
             for t, p in partitions:
                 wanted.setdefault(str(t), []).append(int(p))
         with self._translate("describe the brokers' log directories"):
-            answer = self._admin.describe_log_dirs(topic_partitions=wanted,
-                                                   brokers=None if brokers is None else list(brokers))
+            # retried as a controller request is: a broker just registered may not be in the client's metadata yet
+            answer = self._to_controller(lambda: self._admin.describe_log_dirs(
+                topic_partitions=wanted, brokers=None if brokers is None else list(brokers)))
         dirs = []
         for entry in answer:
             broker = int(entry["broker"])

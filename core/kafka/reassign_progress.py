@@ -20,7 +20,8 @@ def running(admin: KafkaAdmin) -> tuple[Moving, ...]:
         for p in t.get("partitions") or ():
             if int(p.get("leader_id", -1)) >= 0:
                 leaders[(t["name"], int(p["partition_index"]))] = int(p["leader_id"])
-    return tuple(Moving(t, p, tuple(r.replicas), tuple(r.adding), tuple(r.removing), leaders.get((t, p)))
+    return tuple(Moving(t, p, tuple(dict.fromkeys((*r.replicas, *r.adding))), tuple(r.adding), tuple(r.removing),
+                        leaders.get((t, p)))
                  for (t, p), r in sorted(found.items()))
 
 

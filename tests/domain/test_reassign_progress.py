@@ -182,3 +182,15 @@ def test_samples_after_the_end_keep_the_finished_run_and_its_rate():
     assert len(samples) == 4, "a finished run stays followed: its samples are not dropped"
     p = progress(samples)
     assert (p.fraction, p.running, len(p.partitions), p.total) == (1.0, 0, 2, 5000)
+
+
+def test_a_small_truncation_of_a_new_replica_does_not_take_progress_back_a_restart_does():
+    samples = run([(0.0, sizes(1000, 600, 2000, 0, 0)), (5.0, sizes(1000, 450, 2000, 0, 0))])
+    assert progress(samples).partitions[-1].copied == 600, "truncated to its high watermark: counted at 600"
+    samples = run([(0.0, sizes(1000, 600, 2000, 0, 0)), (5.0, sizes(1000, 100, 2000, 0, 0))])
+    assert progress(samples).partitions[-1].copied == 100, "lost more than half: started again"
+
+
+def test_adding_replicas_missing_from_a_lagging_metadata_still_count_as_moving_brokers():
+    lagging = Moving("t", 0, (1, 2), adding=(3,), removing=(1,), leader=1)
+    assert reassigning_brokers((lagging,)) == (1, 2, 3)
