@@ -301,11 +301,9 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
                  partitions: Iterable[TopicPartition] | None = None) -> LogDirs:
         """describeLogDirs of `brokers` (default: every broker in the metadata, i.e. every live broker): one request
         per broker, about `partitions` only when given (default: every replica it holds)."""
-        wanted = None
-        if partitions is not None:
-            wanted = {}
-            for t, p in partitions:
-                wanted.setdefault(str(t), []).append(int(p))
+        wanted: dict[str, list[int]] | None = None if partitions is None else {}
+        for t, p in partitions or ():
+            wanted.setdefault(str(t), []).append(int(p))
         with self._translate("describe the brokers' log directories"):
             # retried as a controller request is: a broker just registered may not be in the client's metadata yet
             answer = self._to_controller(lambda: self._admin.describe_log_dirs(
