@@ -145,6 +145,10 @@ class ElectionInProgressError(BusyError):
     pass
 
 
+class ReassignmentNotRunningError(ValidationError):
+    """An action on a running reassignment (its progress, its throttle) when none runs."""
+
+
 class PermissionDeniedError(KeelError):
     """The current role or a read-only instance forbids the action."""
 

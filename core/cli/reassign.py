@@ -6,7 +6,9 @@ the Reassign page plans on the same), and writes Kafka's reassignment JSON plus 
 a kafka-log-dirs file (`--sizes`) or from the brokers (`--bootstrap-server`, the Admin API's describeLogDirs).
 `execute`, `verify` and `rollback` act through ZooKeeper (--zk: core.zk.reassign_writes) or, without --zk, through
 the brokers' Admin API (--bootstrap-server, KRaft: core.kafka.reassign_writes); `cancel` (Kafka 2.4+) always through
-the Admin API, then the throttles through ZooKeeper or the same Admin API.
+the Admin API, then the throttles through ZooKeeper or the same Admin API. `status` follows the running reassignment
+in bytes (core.reassign_progress, sampled by core.cluster.reassign_progress) and `throttle` changes its throttle while
+it runs (the engines' change_throttle).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import argparse
 import json
 import sys
 
-from core.cli.argtypes import id_list, whole
+from core.cli.argtypes import WAIT, id_list, seconds, whole
 from core.cli.common import UsageError
 from core.errors import ValidationError
 
@@ -282,6 +284,137 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- following a reassignment in bytes, and its throttle (issue 28) -----------------------------------------------
+
+MEASURE_SECONDS = 5.0  # a one-shot status samples twice, this far apart, when it holds no earlier sample to compare
+
+
+def _load_samples(path: str | None, cluster: str):
+    import os
+
+    from core.reassign_progress import samples_from_json
+
+    if not path or not os.path.exists(path):
+        return ()
+    from core.cli.io import read_input
+
+    text = read_input(path, "--samples", limit=64 * 1024 * 1024, what="samples",
+                      why="a minute of samples of 100,000 moving partitions is a few MB")
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise ValidationError(f"--samples {path} is not JSON: {e}",
+                              hint="give a file `status --samples FILE` wrote, or a new file name") from None
+    return samples_from_json(doc, cluster)
+
+
+def _save_samples(path: str, samples, cluster: str) -> None:
+    import os
+
+    from core.reassign_progress import samples_to_json
+
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(samples_to_json(samples, cluster), f, separators=(",", ":"))
+    os.replace(tmp, path)  # a watcher killed mid-write leaves the previous file whole
+
+
+def _print_status(p, *, as_json: bool, watching: bool) -> None:
+    import time
+
+    from core.reassign_progress import format_bytes, format_seconds, line
+
+    if as_json:
+        print(json.dumps(p.to_dict(), separators=(",", ":") if watching else (", ", ": "),
+                         indent=None if watching else 2), flush=True)
+        return
+    if not p.partitions:
+        print(f"{time.strftime('%H:%M:%S', time.localtime(p.at))}  No reassignment is running.", flush=True)
+        return
+    print(f"{time.strftime('%H:%M:%S', time.localtime(p.at))}  {line(p)}", flush=True)
+    if watching:
+        return
+    if p.eta is not None and p.eta_note:
+        print(f"ETA: {p.eta_note}")
+    print("\nBroker  Partitions  Copied      Total       %       Rate/s")
+    for b in p.brokers:
+        print(f"{b.broker:<7} {b.partitions:<11} {format_bytes(b.copied):<11} {format_bytes(b.total):<11} "
+              f"{100 * b.fraction:<7.1f} {format_bytes(b.rate)}")
+    print("\nSlowest partitions (least copied first):")
+    for x in p.partitions[:10]:
+        state = "finished" if x.finished else f"{format_bytes(x.rate)}/s"
+        left = "" if x.finished or not x.rate else f", {format_seconds(x.remaining / x.rate)} at its rate"
+        print(f"  {x.topic}-{x.partition}: {format_bytes(x.copied)} of {format_bytes(x.total)} "
+              f"({100 * x.fraction:.1f} %) to broker(s) {','.join(str(r.broker) for r in x.replicas)}, {state}{left}")
+    if len(p.partitions) > 10:
+        print(f"  ... and {len(p.partitions) - 10:,} more (--json lists them all)")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """The running reassignment in bytes (core.reassign_progress), once or every --watch seconds."""
+    import time
+    from contextlib import ExitStack
+
+    from core.cli.common import kafka_admin, zk_session
+    from core.cluster import reassign_progress as sampler
+    from core.reassign_progress import progress, record
+
+    if not args.bootstrap_server:
+        raise ValidationError(
+            "status measures the bytes copied from the replicas' log sizes, which only the brokers report "
+            "(describeLogDirs): give --bootstrap-server HOST:PORT[,HOST:PORT]",
+            hint="with --zk too for a ZooKeeper-mode cluster (the running reassignment is read there); "
+                 "--bootstrap-server alone for KRaft")
+    cluster = args.cluster or args.zk or args.bootstrap_server
+    samples = _load_samples(args.samples, cluster)
+    with ExitStack() as stack:
+        admin = stack.enter_context(kafka_admin(args, "status"))
+        handle = stack.enter_context(zk_session(args)) if args.zk is not None else admin
+
+        def measure():
+            nonlocal samples
+            samples = record(samples, sampler.take(handle, admin, samples[-1] if samples else None), args.window)
+            if args.samples:
+                _save_samples(args.samples, samples, cluster)
+            return progress(samples, args.window)
+
+        p = measure()
+        if args.watch is None:
+            if p.rate is None and p.running:  # one sample gives no rate: a second a few seconds later does
+                time.sleep(MEASURE_SECONDS)
+                p = measure()
+            _print_status(p, as_json=args.json, watching=False)
+            return 0
+        while True:
+            _print_status(p, as_json=args.json, watching=True)
+            if not p.running:
+                return 0
+            time.sleep(args.watch)
+            p = measure()
+
+
+def cmd_throttle(args: argparse.Namespace) -> int:
+    from core.cli.common import write_session
+    from core.cluster import engines
+
+    rate = None if args.unthrottled else args.rate
+    with write_session(args) as w:
+        done = engines.reassignments(w.handle).change_throttle(w.handle, w.store, rate, cluster=w.cluster)
+    brokers = ",".join(map(str, done.throttles.brokers))
+    was = (f"{done.previous:,} B/s" if done.previous is not None
+           else "unthrottled" if not any(done.previous_rates.values())
+           else "per broker " + ", ".join(f"{b}: {v or 'none'}" for b, v in sorted(done.previous_rates.items())))
+    now = f"The inter-broker throttle limit was set to {rate} B/s" if rate else "The inter-broker throttle was removed"
+    print(f"{now} on brokers {brokers} ({done.partitions} moving partitions; it was {was}) (action {done.action_id})")
+    where = ["--zk", args.zk] if args.zk is not None else ["--bootstrap-server", args.bootstrap_server]
+    if done.previous is not None or not any(done.previous_rates.values()):
+        import shlex
+
+        back = ["--rate", str(done.previous)] if done.previous is not None else ["--unthrottled"]
+        print("To undo it: " + shlex.join(["python", "-m", "core", "throttle", *where, *back]))
+    return 0
+
+
 def register(sub) -> None:
     from core.balance import STRATEGIES
     from core.cli.common import add_bootstrap_option, add_cluster_options, add_zk_options
@@ -351,6 +484,44 @@ def register(sub) -> None:
     p.add_argument("--store", metavar="FILE",
                    help="the action history holding the reassignment (default: $KEEL_STORE or .run/keel.sqlite)")
     p.set_defaults(func=cmd_rollback)
+
+    p = sub.add_parser("status", help="follow a running reassignment in bytes: copied, rate, ETA",
+                       description="The running reassignment (started by Keel or anyone else) in bytes: per partition "
+                                   "what its new replicas hold against the leader's log size, per target broker and "
+                                   "in total, the copy rate over the last --window seconds and the ETA. The sizes "
+                                   "come from the brokers (describeLogDirs: one request per broker holding a moving "
+                                   "replica, per sample); which partitions move from ZooKeeper (--zk) or the "
+                                   "controller (--bootstrap-server alone: KRaft). One sample gives no rate: a "
+                                   "one-shot status samples twice, 5 s apart, unless --samples holds a recent one.")
+    add_zk_options(p, required=False)
+    add_bootstrap_option(p, "the brokers' Admin API, required (the log sizes); without --zk the running "
+                            "reassignment is read there too (KRaft)")
+    p.add_argument("--json", action="store_true", help="print the progress as JSON (one object per line with --watch)")
+    p.add_argument("--watch", nargs="?", type=seconds(WAIT), const=10.0, metavar="SECONDS",
+                   help="print a line every SECONDS (default 10) until nothing runs")
+    p.add_argument("--window", type=seconds(WAIT), default=60.0, metavar="SECONDS",
+                   help="measure the copy rate over the last SECONDS of samples (default 60)")
+    p.add_argument("--samples", metavar="FILE",
+                   help="keep the samples in FILE between runs (created if missing): the rate of a one-shot status "
+                        "is then measured since the previous run")
+    p.add_argument("--cluster", metavar="NAME", help="the cluster's name in the samples file")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("throttle", help="raise or lower the replication throttle of a running reassignment",
+                       description="Set the replication throttle of the running reassignment (started by Keel or "
+                                   "anyone else), as kafka-reassign-partitions --execute --additional --throttle "
+                                   "does: leader/follower.replication.throttled.rate on every broker that moves "
+                                   "data, and the moving partitions' throttled-replica lists. Recorded in the action "
+                                   "history with the values it replaces; prints the command that undoes it. Refused "
+                                   "when no reassignment runs.")
+    add_cluster_options(p)
+    rate = p.add_mutually_exclusive_group(required=True)
+    rate.add_argument("--rate", type=whole, metavar="BYTES_PER_S", help="the new throttle, bytes per second")
+    rate.add_argument("--unthrottled", action="store_true",
+                      help="remove the throttle of the running reassignment (verify also removes it at the end)")
+    p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
+    p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
+    p.set_defaults(func=cmd_throttle)
 
     p = sub.add_parser("cancel", help="cancel a running reassignment (Kafka 2.4+, kafka-reassign-partitions --cancel)",
                        description="Cancel running reassignments through Kafka's Admin API (alterPartitionReassignments "

@@ -297,10 +297,17 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
 
     # --- log dirs and sizes ------------------------------------------------------------------------
 
-    def log_dirs(self, brokers: Iterable[int] | None = None) -> LogDirs:
-        """describeLogDirs of `brokers` (default: every broker in the metadata, i.e. every live broker)."""
+    def log_dirs(self, brokers: Iterable[int] | None = None,
+                 partitions: Iterable[TopicPartition] | None = None) -> LogDirs:
+        """describeLogDirs of `brokers` (default: every broker in the metadata, i.e. every live broker): one request
+        per broker, about `partitions` only when given (default: every replica it holds)."""
+        wanted: dict[str, list[int]] | None = None if partitions is None else {}
+        for t, p in partitions or ():
+            wanted.setdefault(str(t), []).append(int(p))
         with self._translate("describe the brokers' log directories"):
-            answer = self._admin.describe_log_dirs(brokers=None if brokers is None else list(brokers))
+            # retried as a controller request is: a broker just registered may not be in the client's metadata yet
+            answer = self._to_controller(lambda: self._admin.describe_log_dirs(
+                topic_partitions=wanted, brokers=None if brokers is None else list(brokers)))
         dirs = []
         for entry in answer:
             broker = int(entry["broker"])

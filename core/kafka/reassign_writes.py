@@ -18,7 +18,7 @@ metadata log a moment after the controller accepted it, so a throttle just set m
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from core.audit.store import Action, Store
 from core.errors import (
@@ -62,6 +62,9 @@ from core.writes import (
     rollback_action,
     rollback_throttle,
 )
+
+if TYPE_CHECKING:
+    from core.reassign_progress import ThrottleChanged
 
 Resource = tuple[str, str]  # ("topic" | "broker", name), as KafkaAdmin.alter_config_keys takes it
 Changes = dict[Resource, dict[str, str | None]]
@@ -371,3 +374,47 @@ def cancel(admin: KafkaAdmin, store: Store, *, cluster: str, partitions: Iterabl
                                              summary="reassignment cancelled: throttles removed", actor=actor)
     return Cancelled(action_id, tuple(targets), tuple(k for k in requested if k not in running),
                      reordered_by_cancel(store, cluster, {k: running[k] for k in targets}), removed)
+
+
+# --- the throttle of a running reassignment -------------------------------------------------------------
+
+
+def change_throttle(admin: KafkaAdmin, store: Store, rate: int | None, *, cluster: str,
+                    actor: str | None = None) -> "ThrottleChanged":
+    """Raise or lower (None: remove) the replication throttle of the running reassignment, as Kafka's
+    --execute --additional --throttle does (IncrementalAlterConfigs, validate_only first): the leader/follower rates
+    on every broker that moves data and the topics' throttled-replica lists of the moving partitions. Recorded (kind
+    "throttle") with every value it replaces. ReassignmentNotRunningError when none runs."""
+    from core.reassign_progress import ThrottleChanged, previous_rate, running_of, throttle_record, throttles_of
+
+    if rate is not None:
+        _check_throttle(rate)
+    admin.require_cancel()
+    snap = read_snapshot(admin, cluster=cluster)
+    moving = [m for m in running_of(snap) if m.adding or m.removing]
+    throttles = throttles_of(moving, rate or 0)
+    topics = sorted(set(throttles.leader) | set(throttles.follower))
+    _refuse_problems(snap, topics, configs=True, what="change the throttle")
+    changes = _throttle_changes(throttles)
+    if rate is None:
+        changes = {r: dict.fromkeys(keys) for r, keys in changes.items()}
+    refused = {r: e for r, e in admin.alter_config_keys(changes, validate_only=True).items() if e}
+    if refused:
+        raise InvalidConfigurationError(_listed(refused, "Kafka refused the throttles; nothing was written:"))
+    topic_configs = {t: dict(snap.topic(t).config) for t in topics if snap.topic(t) is not None}
+    summary, payload, before = throttle_record(throttles, moving, rate, snap.broker_configs, topic_configs)
+    action = store.begin(cluster=cluster, kind="throttle", target=f"brokers {','.join(map(str, throttles.brokers))}",
+                         summary=summary, payload={**payload, "writes": [f"IncrementalAlterConfigs {k} {n}"
+                                                                         for k, n in changes]}, actor=actor)
+    try:
+        failed = _failed(admin.alter_config_keys(changes))
+    except Exception as e:
+        store.finish(action, ok=False, result=str(e))
+        raise
+    if failed:
+        message = _listed(failed, "Kafka refused the throttles of:") + _left_note(
+            _restore(admin, {r: c for r, c in changes.items() if r not in failed}, snap))
+        store.finish(action, ok=False, result=message)
+        raise InvalidConfigurationError(message)
+    store.finish(action, ok=True, result=summary)
+    return ThrottleChanged(action, rate, previous_rate(before), before, throttles, len(moving))

@@ -18,7 +18,7 @@ so a topic grown, reassigned or re-configured meanwhile fails the whole write.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence
 
 from core import zkformat as zf
 from core.errors import (
@@ -71,6 +71,9 @@ from core.writes import (  # noqa: F401  (re-exported: what the pages and the CL
     rollback_action,
     rollback_throttle,
 )
+
+if TYPE_CHECKING:
+    from core.reassign_progress import ThrottleChanged
 
 # ZooKeeper refuses a request larger than jute.maxbuffer (1 MiB by default).
 MAX_WRITE_BYTES = 1_000_000
@@ -369,3 +372,58 @@ def _remove_throttles_recorded(session: ZkSession, store: Store, topics: list[st
         raise
     store.finish(action, ok=True, result="removed" if removed else "no throttles were set")
     return removed
+
+
+# --- the throttle of a running reassignment -------------------------------------------------------------
+
+
+def change_throttle(session: ZkSession, store: Store, rate: int | None, *, cluster: str,
+                    actor: str | None = None) -> "ThrottleChanged":
+    """Raise or lower (None: remove) the replication throttle of the running reassignment, as Kafka's
+    --execute --additional --throttle does: the leader/follower rates on every broker that moves data, and the
+    topics' throttled-replica lists of the moving partitions, in one multi-op checked against the versions read.
+    Recorded (kind "throttle") with every value it replaces. ReassignmentNotRunningError when none runs."""
+    from core.reassign_progress import ThrottleChanged, previous_rate, running_of, throttle_record, throttles_of
+
+    if rate is not None:
+        _check_rate(rate)
+    snap, tree = _live(session)
+    moving = [m for m in running_of(snap) if m.adding or m.removing]
+    throttles = throttles_of(moving, rate or 0)
+    topics = sorted(set(throttles.leader) | set(throttles.follower))
+    refuse_corrupt(snap, [zf.CONTROLLER, *(zf.topic_config_path(t) for t in topics),
+                          *(zf.broker_config_path(b) for b in throttles.brokers)], "change the throttle")
+    value = None if rate is None else str(rate)
+    ops: list[Op] = []
+    for topic in topics:
+        ops += _config_ops(tree, zf.topic_config_path(topic), f"topics/{topic}",
+                           {LEADER_THROTTLED: throttles.leader.get(topic) if value else None,
+                            FOLLOWER_THROTTLED: throttles.follower.get(topic) if value else None})
+    for broker in throttles.brokers:
+        ops += _config_ops(tree, zf.broker_config_path(broker), f"brokers/{broker}",
+                           {LEADER_RATE: value, FOLLOWER_RATE: value})
+    summary, payload, before = throttle_record(throttles, moving, rate, tree.broker_configs, tree.topic_configs)
+    action = store.begin(cluster=cluster, kind="throttle", target=f"brokers {','.join(map(str, throttles.brokers))}",
+                         summary=summary, payload={**payload, "writes": [op.path for op in ops]}, actor=actor)
+    try:
+        if ops:
+            _multi(session, ops)
+    except ZkWriteOutcomeUnknownError as e:
+        summary += f" ({settle_unknown_write(session, store, action, e)})"
+    except (ZkBadVersionError, ZkNoNodeError, ZkNodeExistsError):
+        store.finish(action, ok=False, result="changed concurrently: " + CHANGED_MEANWHILE)
+        raise ValidationError(CHANGED_MEANWHILE) from None
+    except Exception as e:
+        store.finish(action, ok=False, result=str(e))
+        raise
+    store.finish(action, ok=True, result=summary if ops else summary + " (already set: nothing to write)")
+    return ThrottleChanged(action, rate, previous_rate(before), before, throttles, len(moving))
+
+
+def _check_rate(rate: int) -> None:
+    if rate <= 0:
+        raise ValidationError(f"--rate must be a positive number of bytes per second, got {rate}",
+                              hint="to remove the throttle while it runs: --unthrottled; verify removes it at the end")
+    if rate > JAVA_LONG_MAX:
+        raise ValidationError(f"--rate must be at most {JAVA_LONG_MAX:,} bytes per second (a Java long, as Kafka "
+                              f"reads the rate), got {rate:,}")

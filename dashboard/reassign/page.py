@@ -25,7 +25,7 @@ from core.plans import plan_risks
 from core import writes as reassign_writes
 from dashboard import actions, charts, frame, ops_panels, ui
 from dashboard.reassign import plan_view
-from dashboard.reassign import run as reassign_run
+from dashboard.reassign import progress as bytes_view, run as reassign_run
 from dashboard.reassign.sizes import from_brokers as broker_sizes_of
 from dashboard.text import md, md_text
 
@@ -290,6 +290,8 @@ if bad_options:
     st.info("Fix the options above to plan.", icon=":material/edit:")
 elif bad_sizes:
     st.info("Fix or remove the partition sizes to plan.", icon=":material/edit:")
+elif not importing and not snap.partition_count:  # a new cluster: nothing to plan is no error
+    st.info("Nothing to plan: the cluster has no topic yet (no partition to move).", icon=":material/info:")
 elif importing:
     if import_data is not None:
         key = repr(("import", plan_view.digest(import_data), sizes_key, wave_k, wave_l))
@@ -516,6 +518,8 @@ else:
                 "that was executed (exit status 3 while it runs):", icon=":material/hourglass_top:")
         ui.commands(["python", "-m", "core", "verify", "--zk", ctx.cluster.zk, "--reassignment-json-file",
                      "plan.json"])
+    if conn.derived("reassign.running", live_snap, reassign_run.running_keys):  # issue 28: in bytes, its throttle
+        bytes_view.section(ctx)
     reassign_run.cancel_section(ctx, None, live_snap)  # issue 15: cancel it (Kafka 2.4+), or what that needs
     reassign_run.follow_earlier(ctx)
     actions.show(reassign_run.RUN_RESULT, scope="reassign-run")

@@ -42,8 +42,7 @@ from core import writes as reassign_writes  # the results, messages and rollback
 from core.cluster import engines
 from dashboard.reassign.plan_view import COMPLETE, GONE, IN_FLIGHT, NOT_AT_TARGET  # the partition statuses
 from dashboard import actions, frame, ui
-from dashboard.reassign import plan_view
-from dashboard.reassign import rollback as rollback_view
+from dashboard.reassign import plan_view, progress as bytes_view, rollback as rollback_view
 from dashboard.text import md, md_text
 
 RESULT = "ra_result"  # the outcome of Execute
@@ -512,6 +511,7 @@ def progress_panel(ctx: frame.PageContext) -> None:
             st.info("Running: the controller is copying the new replicas and removes each partition from "
                     "/admin/reassign_partitions when it is done. This panel follows it live.",
                     icon=":material/hourglass_top:")
+            bytes_view.section(ctx)  # in bytes, with its throttle (dashboard/reassign/progress.py)
             _stuck_panel(ctx, run, live)
         elif finished_ == total:
             every = "every partition is at its target" + (" or gone" if gone else "")

@@ -65,6 +65,7 @@ def argv_for(command: str, zk: str, tmp_path) -> list[str]:
         "execute": ["execute", "--reassignment-json-file", str(plan)],
         "verify": ["verify", "--reassignment-json-file", str(plan)],
         "rollback": ["rollback", "--action", "1"],
+        "throttle": ["throttle", "--rate", "1000"],
         "cancel": ["cancel", "--all", "--bootstrap-server", unreachable, "--kafka-timeout", "1"],
         "log-dirs-execute": ["log-dirs-execute", "--reassignment-json-file", str(plan), "--bootstrap-server",
                              unreachable, "--kafka-timeout", "1"],
