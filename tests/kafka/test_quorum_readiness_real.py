@@ -92,6 +92,26 @@ def test_a_stopped_voter_fails_the_check_by_name_until_it_is_back(kraft: KraftCl
     kraft.wait_ready(timeout=60)
 
 
+def test_the_page_asks_the_controllers_given_next_to_the_controller_ids(healthy, kraft, tmp_path, monkeypatch,
+                                                                          fresh_connections):
+    """The KRaft migration page on the ZooKeeper-mode cluster (keel.toml's zk and bootstrap), the controllers'
+    address typed next to the controller ids: the quorum check is ok, told by the leader's controller listener."""
+    from tests.dashboard.test_dashboard_apptest import app, table_with, write_config
+
+    monkeypatch.setenv("KEEL_STORE", str(tmp_path / "k.sqlite"))
+    write_config(tmp_path, monkeypatch, {"mig": {"zk": healthy.zk_connect, "bootstrap": healthy.bootstrap}})
+    at = app().run()
+    at.switch_page("views/migration.py").run()
+    assert not at.exception, at.exception
+    at.text_input(key="mig_controller_ids").input("3000,3001,3002").run()
+    at.text_input(key="mig_controllers").input(controllers(kraft)).run()
+    at.button(key="mig_check").click().run()
+    assert not at.exception, at.exception
+    rows = table_with(at, "Verdict", "table")
+    assert rows.loc["KRaft quorum: a leader, every voter caught up", "Verdict"] == "✓ ok"
+    assert rows.loc["Every broker runs Kafka 3.9", "Verdict"] == "✓ ok"
+
+
 def _ok(c) -> None:
     assert c.verdict == OK, c
 
