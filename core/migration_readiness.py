@@ -10,7 +10,7 @@ what to give, never a pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from core.errors import ValidationError
 
@@ -18,6 +18,12 @@ OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
 TARGET = (3, 9)  # the docs: brokers on 3.9 with inter.broker.protocol.version=3.9 before the migration
 RESERVED_DEFAULT = 1000  # reserved.broker.max.id's default
 QUORUM_LAG_MAX = 1000  # records behind the high watermark still counted "caught up" (a few seconds of no-ops)
+# A voter not caught up with the leader for this long is behind whatever its offset lag: an idle quorum grows by
+# about 2 records/s (the active controller's NoOpRecord every metadata.max.idle.interval.ms, 500 ms), so a stopped
+# voter takes minutes to pass QUORUM_LAG_MAX, while its lastCaughtUpTimestamp stops at once (measured on 3.9.1: a
+# running voter's trails the leader's by < 0.5 s). 5 x controller.quorum.fetch.timeout.ms (2 s): a running voter
+# that heard nothing from the leader for that long would have started an election itself.
+QUORUM_CAUGHT_UP_MAX_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,9 @@ class ReadinessFacts:
     versions: Mapping[int, tuple[int, ...] | None] | None = None  # broker -> version from its ApiVersions
     configs: Mapping[int, Mapping[str, str | None] | str] | None = None  # broker -> {property: value} or why not
     offline_dirs: tuple[tuple[int, str, str], ...] | None = None  # (broker, log dir, error)
-    quorum: object | None = None  # core.model.Quorum when the brokers answer DescribeQuorum
+    quorum: object | None = None  # core.model.Quorum when the brokers (or the controllers) answer DescribeQuorum
+    quorum_via: str | None = None  # who told the quorum: "the brokers", "controller host:port"
+    quorum_error: str | None = None  # why the controllers given (--bootstrap-controller) did not tell it
     admin_error: str | None = None
     notes: tuple[str, ...] = field(default=())
 
@@ -194,24 +202,58 @@ def check_deletions(f: ReadinessFacts) -> Check:
     return Check("deletion", title, OK, "No /admin/delete_topics children.")
 
 
+def _behind(q, v) -> str | None:
+    """Why voter `v` is not caught up, or None. Times are the leader's own: DescribeQuorum reports the leader's
+    lastCaughtUpTimestamp as its current time (Kafka 3.9's RaftUtil.toReplicaState), so no clock of Keel's is
+    compared with the controllers'."""
+    lag = q.lag(v)
+    if lag is None:
+        return "never fetched"  # from this leader (a restarted or stopped voter after an election)
+    leader = next((r for r in q.voters if r.id == q.leader), None)
+    now = leader.last_caught_up_ms if leader is not None else None
+    # no timestamps (an answer without them): the offset lag alone decides
+    idle = None if now is None or v.last_caught_up_ms is None else now - v.last_caught_up_ms
+    if idle is not None and idle > QUORUM_CAUGHT_UP_MAX_MS:
+        return f"{lag} behind, not caught up for {idle / 1000:.0f} s"
+    if lag > QUORUM_LAG_MAX:
+        return f"{lag} behind"
+    return None
+
+
 def check_quorum(f: ReadinessFacts) -> Check:
     title = "KRaft quorum: a leader, every voter caught up"
     q = f.quorum
+    how = "bin/kafka-metadata-quorum.sh --bootstrap-controller <a controller> describe --replication"
+    if q is None and f.quorum_error:
+        return Check("quorum", title, UNKNOWN, f"The controllers given were asked and did not tell the quorum: "
+                     f"{f.quorum_error}.",
+                     "Give a running controller's controller listener (--bootstrap-controller HOST:PORT, or the "
+                     f"page's input), reachable from here; {how} shows what Kafka sees.")
     if q is None:
         return Check("quorum", title, UNKNOWN, "The brokers do not answer DescribeQuorum (ZooKeeper-mode brokers "
-                     "never do) or were not asked: the controller quorum cannot be seen from here.",
-                     "Check with bin/kafka-metadata-quorum.sh --bootstrap-controller <a controller> describe "
-                     "--replication: one Leader, every voter's Lag near 0.")
+                     "never do) and no controller address was given: the controller quorum cannot be seen.",
+                     "Give the KRaft controllers' address (--bootstrap-controller HOST:PORT, or the page's input): "
+                     f"Keel asks them as {how} does.")
+    via = f" (as {f.quorum_via} tells)" if f.quorum_via else ""
     if q.leader is None:
-        return Check("quorum", title, FAIL, f"No leader (epoch {q.epoch}).",
+        return Check("quorum", title, FAIL, f"No leader (epoch {q.epoch}){via}.",
                      "Start a majority of the controllers and check that they reach each other.")
-    behind = [f"{v.id} ({'never fetched' if q.lag(v) is None else str(q.lag(v)) + ' behind'})"
-              for v in q.voters if v.id != q.leader and (q.lag(v) is None or q.lag(v) > QUORUM_LAG_MAX)]
+    behind = [f"{v.id} ({why})" for v in q.voters if v.id != q.leader and (why := _behind(q, v)) is not None]
     if behind:
-        return Check("quorum", title, FAIL, f"Leader {q.leader}; voter(s) behind: {', '.join(behind)}.",
+        return Check("quorum", title, FAIL, f"Leader {q.leader}; voter(s) behind: {', '.join(behind)}{via}.",
                      "Bring the lagging controllers up and let them catch up before going on.")
     return Check("quorum", title, OK, f"Leader {q.leader} (epoch {q.epoch}), voters "
-                                      f"{_ids(v.id for v in q.voters)} caught up.")
+                                      f"{_ids(v.id for v in q.voters)} caught up{via}.")
+
+
+def with_controller_quorum(facts: ReadinessFacts, quorum, via: str | None, error: str | None) -> ReadinessFacts:
+    """`facts` with the quorum the controllers told (core.kafka.controller_quorum.quorum_fact): the operator's
+    controller address wins over the brokers' answer (and its failure is said, never hidden by it); nothing given
+    (all None) keeps the brokers' answer."""
+    if quorum is None and error is None:
+        return replace(facts, quorum_via=facts.quorum_via or ("the brokers" if facts.quorum is not None else None))
+    return replace(facts, quorum=quorum, quorum_via=None if via is None else f"controller {via}",
+                   quorum_error=error)
 
 
 CHECKS = (check_versions, check_ibp, check_controller_ids, check_reserved_ids, check_log_dirs, check_migration_node,
@@ -242,4 +284,5 @@ def ready(checks: tuple[Check, ...]) -> bool:
     return all(c.verdict == OK for c in checks)
 
 
-__all__ = ["Check", "ReadinessFacts", "readiness", "parse_controller_ids", "ready", "OK", "FAIL", "UNKNOWN", "CHECKS"]
+__all__ = ["Check", "ReadinessFacts", "readiness", "with_controller_quorum", "parse_controller_ids", "ready", "OK", "FAIL",
+           "UNKNOWN", "CHECKS"]

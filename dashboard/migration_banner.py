@@ -114,11 +114,20 @@ def phase(conn: Connection, flags: dict[int, bool] | None = None) -> MigrationPh
     return phase_of(zk_snap, conn.memo("migration")["znode"][1], flags)
 
 
-def collect_readiness(conn: Connection, controller_ids: tuple[int, ...] | None):
+def collect_readiness(conn: Connection, controller_ids: tuple[int, ...] | None, controllers: str | None = None):
     """(readiness checks, each broker's migration flag or None): ZooKeeper's facts from the live session, the
-    brokers' through the cluster's `bootstrap` (unknown, with why, without one)."""
-    from core.migration_readiness import readiness
+    brokers' through the cluster's `bootstrap` (unknown, with why, without one), the quorum from the KRaft
+    controllers at `controllers` ("host:port,...", with the cluster's Kafka security settings) when given.
+    A malformed `controllers` raises ValidationError before anything is read."""
+    from core.kafka.controller_quorum import quorum_fact
+    from core.migration_readiness import readiness, with_controller_quorum
     from core.zk.migration_state import readiness_facts
+
+    controllers = (controllers or "").strip() or None
+    if controllers is not None:
+        from core.kafka.bootstrap import parse_bootstrap
+
+        parse_bootstrap(controllers, "The controllers' address")
 
     live, snap = _zk(conn)
     if snap is None or live.status != "connected":
@@ -137,6 +146,8 @@ def collect_readiness(conn: Connection, controller_ids: tuple[int, ...] | None):
     else:
         admin_error = "this cluster has no `bootstrap` in keel.toml"
     facts = readiness_facts(live.session, snap, controller_ids=controller_ids, broker=broker, admin_error=admin_error)
+    facts = with_controller_quorum(facts, *quorum_fact(controllers, security=conn.cluster.kafka_security,
+                                                       timeout=min(10.0, conn.cluster.connect_timeout * 2)))
     return readiness(facts), (broker.migration_flags if broker is not None else None)
 
 

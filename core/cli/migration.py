@@ -73,12 +73,34 @@ def _print_timeline(doc: dict) -> None:
             print(f"  {s['at']}  {s['name']}")
 
 
+def _with_controllers(args: argparse.Namespace, facts):
+    """The quorum asked of --bootstrap-controller (with the brokers' --command-config), when given."""
+    from core.cli.common import kafka_security
+    from core.kafka.controller_quorum import quorum_fact
+    from core.migration_readiness import with_controller_quorum
+
+    if not args.bootstrap_controller:
+        return with_controller_quorum(facts, None, None, None)
+    quorum, via, error = quorum_fact(args.bootstrap_controller, security=kafka_security(args),
+                                     timeout=args.kafka_timeout)
+    return with_controller_quorum(facts, quorum, via, error)
+
+
 def cmd_migration(args: argparse.Namespace) -> int:
     from core.migration_readiness import parse_controller_ids
 
     controller_ids = parse_controller_ids(args.controller_ids)
     if args.zk is None:
+        if args.bootstrap_controller:
+            from core.cli.common import UsageError
+
+            raise UsageError("--bootstrap-controller is read by the readiness checks, which need --zk (the "
+                             "ZooKeeper the cluster is migrating from)")
         return _mode_through_brokers(args)
+    if args.bootstrap_controller:  # a malformed address is refused before anything is read
+        from core.kafka.bootstrap import parse_bootstrap
+
+        parse_bootstrap(args.bootstrap_controller, "--bootstrap-controller")
     from core.cli.common import zk_session
     from core.migration import migration_status
     from core.migration_phases import phase_of
@@ -105,6 +127,7 @@ def cmd_migration(args: argparse.Namespace) -> int:
             except KeelError as e:
                 admin_error = str(e)
         facts = readiness_facts(session, snap, controller_ids=controller_ids, broker=broker, admin_error=admin_error)
+    facts = _with_controllers(args, facts)
     flags = broker.migration_flags if broker is not None else None
     phase = phase_of(snap, znode, flags)
     status = migration_status(snap, znode, flags)
@@ -148,6 +171,10 @@ def register(sub) -> None:
                             "and which run with the migration settings; alone, whether the cluster runs in KRaft mode")
     p.add_argument("--controller-ids", metavar="ID,...", help="the KRaft controllers' node.id values (e.g. "
                                                                 "3000,3001,3002): checked against the broker ids")
+    p.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT]",
+                   help="the KRaft controllers' controller listener: readiness asks them for the quorum "
+                        "(DescribeQuorum, as kafka-metadata-quorum.sh --bootstrap-controller does; ZooKeeper-mode "
+                        "brokers cannot tell it), with --command-config's security settings")
     p.add_argument("--cluster", metavar="NAME", help="the name the timeline is kept under (default: the keel.toml "
                                                      "cluster --zk reaches, else the connect string)")
     p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or "

@@ -53,12 +53,17 @@ else:
     st.error("**Rollback not possible** from this phase.", icon=":material/block:")
 
 st.subheader("Readiness", anchor=False)
-ids_text = st.text_input("KRaft controller ids (node.id)", key="mig_controller_ids", placeholder="3000,3001,3002",
-                         help="Checked against every broker id: brokers and controllers share one id namespace.")
+left, right = st.columns(2)
+ids_text = left.text_input("KRaft controller ids (node.id)", key="mig_controller_ids", placeholder="3000,3001,3002",
+                           help="Checked against every broker id: brokers and controllers share one id namespace.")
+controllers = right.text_input("KRaft controllers' address", key="mig_controllers",
+                               placeholder="controller1:9093,controller2:9093",
+                               help="Their controller listener: the quorum is asked of them (ZooKeeper-mode brokers "
+                                    "cannot tell it), as kafka-metadata-quorum.sh --bootstrap-controller does.")
 if st.button("Check readiness", key="mig_check"):
     try:
         ids = parse_controller_ids(ids_text)
-        checks, flags = migration_banner.collect_readiness(conn, ids)
+        checks, flags = migration_banner.collect_readiness(conn, ids, controllers)
     except KeelError as e:
         st.error(md_text(e), icon=":material/error:")
     else:
@@ -77,7 +82,7 @@ if held:
                            for c in checks]).set_index("Check"))
 else:
     st.caption("Reads ZooKeeper now and, through the cluster's `bootstrap`, the brokers' versions, settings, log "
-               "directories and quorum.")
+               "directories and quorum; the quorum from the controllers when their address is given.")
 
 # --- drift (another part of issue 27): drawn here when its module is installed -------------------------------
 try:

@@ -80,3 +80,22 @@ def test_readiness_table_and_timeline_of_changes(zk_connect, tmp_path, monkeypat
     assert "waiting for the brokers" in texts(at.subheader)
     seen = table_with(at, "Phase", "dataframe")
     assert len(seen) == 2 and "No migration" in seen["Phase"].iloc[0]
+
+
+def test_the_controllers_address_goes_to_the_quorum_check(zk_connect, tmp_path, monkeypatch, closed_port):
+    """The page's input for the KRaft controllers' address (next to the controller ids): a malformed one is refused
+    before anything is read; one where no controller answers makes the quorum check unknown with the reason (the
+    real controllers' ok and fail: tests/kafka/test_quorum_readiness_real.py)."""
+    at = open_page(zk_connect, tmp_path, monkeypatch, "none")
+    at.text_input(key="mig_controllers").input("controller1").run()
+    at.button(key="mig_check").click().run()
+    assert "'controller1' is not host:port" in texts(at.error)
+    nobody = closed_port
+    at.text_input(key="mig_controllers").input(nobody).run()
+    at.button(key="mig_check").click().run()
+    assert not at.exception, at.exception
+    table = table_with(at, "Verdict", "table")
+    row = table.loc["KRaft quorum: a leader, every voter caught up"]
+    assert row["Verdict"] == "? unknown"
+    detail = unescape(row["Detail and fix"])
+    assert nobody in detail and "ECONNREFUSED" in detail and "--bootstrap-controller" in detail

@@ -183,6 +183,19 @@ def drift_behind_the_controller(cluster) -> None:
     assert code == 0 and report["differences"] == [], report
 
 
+def quorum_from_the_controllers(m: Migration, tmp_path) -> None:
+    """Readiness's quorum check asked of the KRaft controllers (--bootstrap-controller) while the brokers still
+    run in ZooKeeper mode (they never answer DescribeQuorum): ok, as the controllers' leader tells."""
+    out, err = io.StringIO(), io.StringIO()
+    address = ",".join(c.controller_endpoint for c in m.controllers.brokers)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["migration", "--zk", m.cluster.zk_connect, "--bootstrap-server", m.cluster.bootstrap_servers,
+                     "--bootstrap-controller", address, "--store", str(tmp_path / "readiness.sqlite"), "--json"])
+    assert code == 0, err.getvalue()
+    quorum = {c["key"]: c for c in json.loads(out.getvalue())["readiness"]}["quorum"]
+    assert quorum["verdict"] == "ok" and f"Leader {FIRST_CONTROLLER_ID}" in quorum["detail"], quorum
+
+
 def timing_table(migration: Migration, phases: list[tuple[str, str]]) -> str:
     rows = [f"{'step':<52} {'seconds':>8}"]
     rows += [f"{name:<52} {secs:>8.1f}" for name, secs in migration.timings.items()]
@@ -204,6 +217,7 @@ def test_zookeeper_to_kraft_migration_keeps_every_message(zk_cluster: Migration,
     assert status.migration is not None and not status.migration.initial_migration_complete
     assert status.write_block_reason
     keel.zk_write_refused("controllers started")
+    quorum_from_the_controllers(m, tmp_path)
 
     m.roll_brokers_for_migration()
     status = keel.record("brokers rolled for migration")  # the migration starts by itself after the last one
