@@ -287,6 +287,13 @@ def _remove_throttles_recorded(admin: KafkaAdmin, store: Store, topics: list[str
     return removed
 
 
+def clear_throttles(admin: KafkaAdmin, store: Store, topics: Iterable[str], *, cluster: str, summary: str,
+                    actor: str | None = None) -> bool:
+    """Remove the throttles of `topics` and every live broker's rates, recorded (the auto-throttle loop's end)."""
+    return _remove_throttles_recorded(admin, store, sorted(set(topics)), read_snapshot(admin, cluster=cluster),
+                                      cluster=cluster, summary=summary, actor=actor)
+
+
 # --- rollback -------------------------------------------------------------------------------------
 
 

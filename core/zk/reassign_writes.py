@@ -374,6 +374,15 @@ def _remove_throttles_recorded(session: ZkSession, store: Store, topics: list[st
     return removed
 
 
+def clear_throttles(session: ZkSession, store: Store, topics: Iterable[str], *, cluster: str, summary: str,
+                    actor: str | None = None) -> bool:
+    """Remove the throttles of `topics` and every broker's rates, recorded (the auto-throttle loop's end, when it
+    knows no plan to verify)."""
+    snap, tree = _live(session)
+    return _remove_throttles_recorded(session, store, sorted(set(topics)), snap, tree, cluster=cluster,
+                                      summary=summary, actor=actor)
+
+
 # --- the throttle of a running reassignment -------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@ first rate, the end, the policy's checks and the loops' liveness."""
 
 import pytest
 
-from core.auto_throttle import (ALIVE, DEAD, ENDED, Traffic, decide, describe_loop, inbound, liveness, policy,
+from core.auto_throttle import (ALIVE, DEAD, ENDED, decide, describe_loop, inbound, liveness, policy,
                                 traffic_of)
 from core.errors import ValidationError
 from core.reassign_progress import Moving
