@@ -80,7 +80,11 @@ def loop_notes(store, cluster: str, *, settle: str | None = None) -> None:
     found the reassignment complete and removed the throttles) the dead ones are closed with that reason."""
     from core.cluster import auto_throttle as loop
 
-    for _, state, line in loop.loops_report(store, cluster):
+    from core.auto_throttle import DEAD
+
+    for row, state, line in loop.loops_report(store, cluster):
+        if settle and state == DEAD:
+            line = (f"auto-throttle loop #{row.id} (pid {row.pid} on {row.host}) had died; {settle}")
         print(f"note: {line}", file=sys.stderr)
     if settle:
         loop.settle_dead(store, cluster, settle)

@@ -139,6 +139,7 @@ def run(handles: Handles, store: Store, pol: Policy, *, cluster: str, loop_id: i
                 why = _finish(handle, store, plan, topics, cluster=cluster, actor=actor)
                 on_line(f"{_now()}  auto-throttle: {why}")
                 loops.end(loop_id, why)
+                settle_dead(store, cluster, why)  # a loop that died before this one: its rate is gone too
                 return why
             action_id = None
             if d.rate is not None:
