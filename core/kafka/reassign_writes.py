@@ -321,7 +321,7 @@ def rollback(admin: KafkaAdmin, store: Store, action_id: int, *, cluster: str,
     The result's `rollback_throttle` says which."""
     action = rollback_action(store, action_id)
     _refuse_another_cluster(admin, action, cluster)
-    chosen = rollback_throttle(action, throttle)
+    chosen = rollback_throttle(action, throttle, store.actions(action.cluster, kind="throttle", limit=500))
     if admin.reassignments():
         raise ReassignmentInProgressError(CANNOT_CANCEL)
     with store.recording_rollback_of(action_id):  # recorded as kind "rollback", linked to action_id
