@@ -6,8 +6,9 @@ the CLI draw and print a write the same way for a ZooKeeper-mode cluster and a K
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core.elections import Selection
 from core.plans import PartitionStatus, ReassignmentPlan, Throttles, parse_reassignment
@@ -59,11 +60,15 @@ class RollbackThrottle:
     rate: int | None
     recorded: int | None
     action_id: int
+    changed_by: int | None = None  # the later `throttle` change (or auto-throttle) whose rate `recorded` is
 
     def describe(self) -> str:
         """E.g. "throttled at 2,000,000 B/s, the rate action #5 ran with"."""
         rate = f"throttled at {self.rate:,} B/s" if self.rate else "unthrottled"
         if self.rate == self.recorded:
+            if self.changed_by is not None:
+                return (f"{rate}, the rate in force when action #{self.action_id} ended (set by action "
+                        f"#{self.changed_by})")
             return f"{rate}, the rate action #{self.action_id} ran with" if self.rate else \
                 f"{rate}, as action #{self.action_id} ran"
         ran = f"at {self.recorded:,} B/s" if self.recorded else "unthrottled"
@@ -76,11 +81,37 @@ def recorded_throttle(action: "Action") -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def rollback_throttle(action: "Action", throttle: int | None | str = AS_RECORDED) -> RollbackThrottle:
-    """The throttle of `action`'s rollback: `throttle` (None: unthrottled), by default (AS_RECORDED) the rate
-    `action` ran with."""
-    recorded = recorded_throttle(action)
-    return RollbackThrottle(recorded if throttle == AS_RECORDED else throttle, recorded, action.id)
+def rollback_throttle(action: "Action", throttle: int | None | str = AS_RECORDED,
+                      changes: Sequence["Action"] = ()) -> RollbackThrottle:
+    """The throttle of `action`'s rollback: `throttle` (None: unthrottled), by default (AS_RECORDED) the rate in
+    force when `action` ended: the last applied throttle change of `changes` (History rows of kind "throttle": the
+    `throttle` command, the auto-throttle loop) made while it ran on its partitions, else the rate it was executed
+    with."""
+    recorded, changed_by = recorded_throttle(action), None
+    later = _in_force(action, changes)
+    if later is not None:
+        changed_by = later.id
+        recorded = recorded_throttle(later)
+    return RollbackThrottle(recorded if throttle == AS_RECORDED else throttle, recorded, action.id, changed_by)
+
+
+def _in_force(action: "Action", changes: Sequence["Action"]) -> "Action | None":
+    """The last applied throttle change on `action`'s cluster after it started, before verify found it complete, that
+    names one of its partitions."""
+    try:
+        mine = {(str(p["topic"]), int(p["partition"])) for p in json.loads(action.payload["plan"])["partitions"]}
+    except (KeyError, TypeError, ValueError):
+        return None
+    found = None
+    for c in changes:
+        if (c.kind != "throttle" or c.status != "applied" or c.cluster != action.cluster or c.id <= action.id
+                or (action.completed_at is not None and c.at > action.completed_at)
+                or not isinstance(c.payload, dict)):
+            continue
+        touched = {(str(t), int(p)) for t, p in c.payload.get("partitions") or ()}
+        if touched & mine and (found is None or c.id > found.id):
+            found = c
+    return found
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,22 @@ CREATE TABLE IF NOT EXISTS actions (
     finished  TEXT
 );
 CREATE INDEX IF NOT EXISTS actions_cluster ON actions (cluster, id);
+CREATE TABLE IF NOT EXISTS throttle_loops (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    cluster    TEXT NOT NULL,
+    owner      TEXT NOT NULL,
+    actor      TEXT NOT NULL,
+    host       TEXT NOT NULL,
+    pid        INTEGER NOT NULL,
+    started    TEXT NOT NULL,
+    beat       REAL NOT NULL,
+    policy     TEXT NOT NULL,
+    rate       INTEGER,
+    note       TEXT,
+    ended      TEXT,
+    end_reason TEXT
+);
+CREATE INDEX IF NOT EXISTS throttle_loops_cluster ON throttle_loops (cluster, id);
 """
 
 
@@ -313,6 +329,65 @@ class Store:
             cur = db.execute("UPDATE actions SET status = ?, result = ?, finished = ? WHERE id = ? AND status = 'pending'",
                              ("applied" if applied else "failed", result, utc_now_iso(), action_id))
             return cur.rowcount == 1
+
+
+@dataclass(frozen=True)
+class ThrottleLoop:
+    """An auto-throttle loop's row (core.auto_throttle): who runs it where, its policy, the last rate it set and
+    its last heartbeat (seconds since the epoch); `ended` once it stopped on its own (finished, stopped, failed)."""
+
+    id: int
+    cluster: str
+    owner: str  # cli | dashboard
+    actor: str
+    host: str
+    pid: int
+    started: str
+    beat: float
+    policy: dict
+    rate: int | None
+    note: str | None
+    ended: str | None
+    end_reason: str | None
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "cluster": self.cluster, "owner": self.owner, "actor": self.actor, "host": self.host,
+                "pid": self.pid, "started": self.started, "beat": self.beat, **self.policy, "rate": self.rate,
+                "note": self.note, "ended": self.ended, "end_reason": self.end_reason}
+
+
+class ThrottleLoops:
+    """The auto-throttle loops' heartbeats, in the audit store's file (every front end reads the same rows)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def start(self, *, cluster: str, owner: str, host: str, pid: int, policy: dict, actor: str | None = None) -> int:
+        with closing(self.store._connect()) as db, db:
+            cur = db.execute("INSERT INTO throttle_loops (cluster, owner, actor, host, pid, started, beat, policy) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (cluster, owner, actor or default_actor(), host, pid,
+                                                                 utc_now_iso(), time.time(), json.dumps(policy)))
+            return int(cur.lastrowid)
+
+    def beat(self, loop_id: int, *, rate: int | None = None, note: str | None = None) -> None:
+        """The loop is alive: its beat now, and the rate it set (kept when None) and what it last decided."""
+        with closing(self.store._connect()) as db, db:
+            db.execute("UPDATE throttle_loops SET beat = ?, rate = COALESCE(?, rate), note = COALESCE(?, note) "
+                       "WHERE id = ?", (time.time(), rate, note, loop_id))
+
+    def end(self, loop_id: int, reason: str) -> None:
+        with closing(self.store._connect()) as db, db:
+            db.execute("UPDATE throttle_loops SET ended = ?, end_reason = ? WHERE id = ? AND ended IS NULL",
+                       (utc_now_iso(), reason, loop_id))
+
+    def of(self, cluster: str, *, running_only: bool = False, limit: int = 20) -> list[ThrottleLoop]:
+        """The loops of `cluster`, newest first (with `running_only`, those that never said they ended)."""
+        sql = "SELECT * FROM throttle_loops WHERE cluster = ?" + (" AND ended IS NULL" if running_only else "")
+        with closing(self.store._connect()) as db:
+            rows = db.execute(sql + " ORDER BY id DESC LIMIT ?", (cluster, limit)).fetchall()
+        return [ThrottleLoop(r["id"], r["cluster"], r["owner"], r["actor"], r["host"], r["pid"], r["started"],
+                             r["beat"], json.loads(r["policy"]), r["rate"], r["note"], r["ended"], r["end_reason"])
+                for r in rows]
 
 
 _SELECT = ("SELECT a.*, (SELECT group_concat(b.id) FROM actions b WHERE b.rollback_of = a.id) AS rolled_back_by "

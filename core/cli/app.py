@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.cli import cluster, drift, exits, leaders, ops, reassign, topics
+from core.cli import auto_throttle, cluster, drift, exits, leaders, ops, reassign, topics
 from core.cli.common import run_command
 from core.cli import fleet as fleet_commands
 
@@ -17,7 +17,7 @@ from core.cli import fleet as fleet_commands
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="Keel: a console for ZooKeeper-mode Kafka.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (cluster, topics, leaders, reassign, fleet_commands):
+    for module in (cluster, topics, leaders, reassign, auto_throttle, fleet_commands):
         module.register(sub)
     ops.register(sub)  # issue 18: capacity, racks, rolling restarts, JBOD, state changes, consumer groups, migration
     drift.register(sub)  # issue 27: ZooKeeper against the brokers during a migration's dual-write

@@ -234,7 +234,8 @@ def run_command(args: argparse.Namespace) -> int:
 WRITE_COMMANDS = {"create-topic": "create-topic", "add-partitions": "add-partitions", "alter-config": "alter-config",
                   "delete-topic": "delete-topic", "elect": "preferred-election", "execute": "reassignment",
                   "verify": "remove-throttles", "rollback": "rollback", "cancel": "cancel-reassignment",
-                  "log-dirs-execute": "log-dir-move", "throttle": "throttle"}
+                  "log-dirs-execute": "log-dir-move", "throttle": "throttle",
+                  "auto-throttle": "throttle"}
 
 
 @dataclass(frozen=True)

@@ -162,11 +162,18 @@ def cmd_execute(args: argparse.Namespace) -> int:
     from core.errors import RiskNotAcceptedError
 
     plan = _plan_file(args.reassignment_json_file)
+    pol = None
+    if args.auto_throttle is not None:  # checked before anything is written
+        from core.cli.auto_throttle import check_needs, policy_of
+
+        check_needs(args)
+        pol = policy_of(args, args.auto_throttle)
+    throttle = args.throttle if pol is None or args.throttle else pol.floor  # the loop starts from the floor
     with write_session(args) as w:
         session, store = w.handle, w.store
         execute = engines.reassignments(session).execute
         try:
-            done = execute(session, store, plan, cluster=w.cluster, throttle=args.throttle)
+            done = execute(session, store, plan, cluster=w.cluster, throttle=throttle)
         except RiskNotAcceptedError as e:
             for risk in e.risks:
                 print(f"warning: {risk}" + (" (accepted with --accept-risk)" if args.accept_risk else ""),
@@ -176,8 +183,18 @@ def cmd_execute(args: argparse.Namespace) -> int:
                     f"refused: {len(e.risks)} risk(s) shown above need an explicit confirmation; nothing was written",
                     e.risks, hint="re-run with --accept-risk to execute it anyway") from None
             # exactly the risks shown: one that appears only on the engine's next read is refused again
-            done = execute(session, store, plan, cluster=w.cluster, throttle=args.throttle,
+            done = execute(session, store, plan, cluster=w.cluster, throttle=throttle,
                            accept_risks=e.risks)
+        if pol is not None:
+            _executed(args, done)
+            from core.cli.auto_throttle import run_loop
+
+            return run_loop(args, w, pol, plan=plan)
+    _executed(args, done)
+    return 0
+
+
+def _executed(args: argparse.Namespace, done) -> None:
     for warning in done.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     # One rollback instruction: Keel's (the action history keeps the current assignment and the throttle it ran
@@ -188,8 +205,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
     print(f"Successfully started reassignment of {done.partitions} partitions (action {done.action_id})"
           + (f"; throttle {done.throttles.rate:,} B/s on brokers {','.join(map(str, done.throttles.brokers))}"
              if done.throttles else ""))
-    print(f"To roll it back once it has completed: {rollback_command(args, done.action_id)}")
-    return 0
+    print(f"To roll it back once it has completed: {rollback_command(args, done.action_id)}", flush=True)
 
 
 def rollback_command(args: argparse.Namespace, action_id: int) -> str:
@@ -225,6 +241,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(line)
     if result.throttles_removed:
         print("Throttle was removed.")
+    from core.cli.auto_throttle import loop_notes
+
+    loop_notes(w.store, w.cluster, settle="the reassignment completed: verify removed the throttles"
+               if result.complete else None)
     return 0 if result.complete else 3
 
 
@@ -384,6 +404,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 time.sleep(MEASURE_SECONDS)
                 p = measure()
             _print_status(p, as_json=args.json, watching=False)
+            _loop_notes(args)
             return 0
         while True:
             _print_status(p, as_json=args.json, watching=True)
@@ -391,6 +412,19 @@ def cmd_status(args: argparse.Namespace) -> int:
                 return 0
             time.sleep(args.watch)
             p = measure()
+
+
+def _loop_notes(args: argparse.Namespace) -> None:
+    """The auto-throttle loops of this cluster (alive, or dead with the rate they left), from the action history."""
+    from core.audit.store import Store
+    from core.cli.auto_throttle import loop_notes
+    from core.cli.common import cluster_name
+    from core.errors import KeelError
+
+    try:
+        loop_notes(Store(args.store), cluster_name(args))
+    except KeelError as e:  # a status without a readable history still shows the bytes
+        print(f"note: the auto-throttle loops could not be read: {e}", file=sys.stderr)
 
 
 def cmd_throttle(args: argparse.Namespace) -> int:
@@ -453,7 +487,11 @@ def register(sub) -> None:
         add_cluster_options(p)
         p.add_argument("--reassignment-json-file", required=True, metavar="F")
         if name == "execute":
-            p.add_argument("--throttle", type=whole, metavar="BYTES_PER_S", help="replication throttle")
+            from core.cli.auto_throttle import add_loop_options
+
+            p.add_argument("--throttle", type=whole, metavar="BYTES_PER_S",
+                           help="replication throttle (with --auto-throttle: the starting rate, default the floor)")
+            add_loop_options(p, budget_option="--auto-throttle")
             p.add_argument("--accept-risk", action="store_true",
                            help="execute even though Keel warned of a risk (a partition with no live in-sync "
                                 "replica: the reassignment cannot complete until its broker returns); accepts the "
@@ -504,7 +542,9 @@ def register(sub) -> None:
     p.add_argument("--samples", metavar="FILE",
                    help="keep the samples in FILE between runs (created if missing): the rate of a one-shot status "
                         "is then measured since the previous run")
-    p.add_argument("--cluster", metavar="NAME", help="the cluster's name in the samples file")
+    p.add_argument("--cluster", metavar="NAME", help="the cluster's name in the samples file and the action history")
+    p.add_argument("--store", metavar="FILE", help="action history, where auto-throttle loops beat (default: "
+                                                   "$KEEL_STORE or .run/keel.sqlite)")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("throttle", help="raise or lower the replication throttle of a running reassignment",

@@ -294,6 +294,13 @@ def _remove_throttles_recorded(admin: KafkaAdmin, store: Store, topics: list[str
     return removed
 
 
+def clear_throttles(admin: KafkaAdmin, store: Store, topics: Iterable[str], *, cluster: str, summary: str,
+                    actor: str | None = None) -> bool:
+    """Remove the throttles of `topics` and every live broker's rates, recorded (the auto-throttle loop's end)."""
+    return _remove_throttles_recorded(admin, store, sorted(set(topics)), read_snapshot(admin, cluster=cluster),
+                                      cluster=cluster, summary=summary, actor=actor)
+
+
 # --- rollback -------------------------------------------------------------------------------------
 
 
@@ -321,7 +328,7 @@ def rollback(admin: KafkaAdmin, store: Store, action_id: int, *, cluster: str,
     The result's `rollback_throttle` says which."""
     action = rollback_action(store, action_id)
     _refuse_another_cluster(admin, action, cluster)
-    chosen = rollback_throttle(action, throttle)
+    chosen = rollback_throttle(action, throttle, store.actions(action.cluster, kind="throttle", limit=500))
     if admin.reassignments():
         raise ReassignmentInProgressError(CANNOT_CANCEL)
     with store.recording_rollback_of(action_id):  # recorded as kind "rollback", linked to action_id

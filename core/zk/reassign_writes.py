@@ -281,7 +281,7 @@ def rollback(session: ZkSession, store: Store, action_id: int, *, cluster: str,
     The result's `rollback_throttle` says which."""
     action = rollback_action(store, action_id)
     _refuse_another_cluster(session, action, cluster)
-    chosen = rollback_throttle(action, throttle)
+    chosen = rollback_throttle(action, throttle, store.actions(action.cluster, kind="throttle", limit=500))
     if session.exists(zf.REASSIGN):
         raise ReassignmentInProgressError(CANNOT_CANCEL)
     with store.recording_rollback_of(action_id):  # recorded as kind "rollback", linked to action_id
@@ -372,6 +372,15 @@ def _remove_throttles_recorded(session: ZkSession, store: Store, topics: list[st
         raise
     store.finish(action, ok=True, result="removed" if removed else "no throttles were set")
     return removed
+
+
+def clear_throttles(session: ZkSession, store: Store, topics: Iterable[str], *, cluster: str, summary: str,
+                    actor: str | None = None) -> bool:
+    """Remove the throttles of `topics` and every broker's rates, recorded (the auto-throttle loop's end, when it
+    knows no plan to verify)."""
+    snap, tree = _live(session)
+    return _remove_throttles_recorded(session, store, sorted(set(topics)), snap, tree, cluster=cluster,
+                                      summary=summary, actor=actor)
 
 
 # --- the throttle of a running reassignment -------------------------------------------------------------

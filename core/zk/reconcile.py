@@ -22,6 +22,8 @@ Rules, per kind (the payloads are those of core.zk.topic_admin, reassign and ele
   towards it (its replicas include the target and it has adding replicas); or the plan's throttle is set on
   its topics. A plan that moved nothing leaves no trace: it is marked not applied (it changed nothing).
 * remove-throttles: no throttle is left on the recorded topics nor on any broker.
+* throttle (the rate of a running reassignment changed, by `throttle` or the auto-throttle loop): every recorded
+  broker's config holds the recorded leader and follower rates (none of them, for a removal).
 * preferred-election: the election node is transient (the controller deletes it when done), so: the node
   exists and lists the recorded partitions -> applied; it is gone and every recorded partition is led by its
   preferred replica -> applied, the result saying it is inferred ("unknown (the election node is transient)");
@@ -344,6 +346,21 @@ def _check_remove_throttles(session: ZkSession, action: Action) -> Verdict:
     return True, "no throttle is left"
 
 
+def _check_throttle(session: ZkSession, action: Action) -> Verdict:
+    payload = action.payload
+    if not isinstance(payload, dict) or "brokers" not in payload or "throttle" not in payload:
+        return None
+    want = None if payload["throttle"] is None else str(payload["throttle"])
+    brokers = [int(b) for b in payload["brokers"]]
+    for b, node in zip(brokers, session.get_many([zf.broker_config_path(b) for b in brokers])):
+        config = zf.decode_config(node.data, node.path) if node.exists else {}
+        if config.get(_LEADER_RATE) != want or config.get(_FOLLOWER_RATE) != want:
+            return False, (f"{node.path} has leader/follower rates {config.get(_LEADER_RATE)}/"
+                           f"{config.get(_FOLLOWER_RATE)}, not {want}")
+    what = f"rate {want}" if want else "no rate"
+    return True, f"brokers {','.join(map(str, brokers))} have the recorded {what}"
+
+
 def _check_preferred_election(session: ZkSession, action: Action) -> Verdict:
     op = _op(action, zf.PREFERRED_ELECTION)
     recorded = set(zf.decode_preferred_election(_data(op)))
@@ -401,6 +418,7 @@ _CHECKS: dict[str, Callable[[ZkSession, Action], Verdict]] = {
     "reassignment": _check_reassignment,
     "rollback": _check_reassignment,  # a reassignment's rollback is a reassignment (the store records its own kind)
     "remove-throttles": _check_remove_throttles,
+    "throttle": _check_throttle,
     "cancel-reassignment": _check_cancel,
     "preferred-election": _check_preferred_election,
 }

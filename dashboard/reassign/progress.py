@@ -109,6 +109,67 @@ def _throttle_form(ctx: frame.PageContext, current: int | None) -> None:
     actions.show(THROTTLE_RESULT, scope="reassign-throttle")
 
 
+AUTO_RESULT = "ra_auto_result"
+
+
+def _start_auto(ctx: frame.PageContext) -> None:
+    """on_click: the loop in a background thread of this Streamlit server (core.cluster.auto_throttle), on a
+    KafkaAdmin of its own; through ZooKeeper it writes on the connection's live session."""
+    from core.auto_throttle import policy
+    from core.cluster import auto_throttle as loop
+    from core.kafka.admin import KafkaAdmin
+
+    budget = int(round(float(st.session_state.get("ra_auto_mb") or 0) * 1e6))
+
+    def work() -> str:
+        pol = policy(budget)
+        admin = KafkaAdmin.for_cluster(ctx.cluster)
+        through = engines.through_brokers(ctx.conn.write_session())
+        handles = (lambda: (admin, admin)) if through else (lambda: (ctx.conn.write_session(), admin))
+        loop_id = loop.start_background(handles, actions.store(), pol, cluster=ctx.cluster.name,
+                                        actor=actions.actor(), close=admin.close)
+        return (f"Auto-throttle loop #{loop_id} started: budget {format_bytes(pol.budget)}/s per receiving broker, "
+                f"floor {format_bytes(pol.floor)}/s, ceiling {format_bytes(pol.ceiling)}/s, every {pol.interval:g} s")
+
+    actions.run(AUTO_RESULT, work, cfg=ctx.config, action="change the throttle", scope="reassign-auto")
+
+
+def _stop_auto(ctx: frame.PageContext) -> None:
+    from core.cluster import auto_throttle as loop
+
+    loop.stop_background(ctx.cluster.name)
+
+
+def _auto_throttle(ctx: frame.PageContext, running: bool) -> None:
+    """The loops of this cluster (started here or from the CLI: their heartbeat rows), and the page's own."""
+    from core.auto_throttle import ALIVE
+    from core.cluster import auto_throttle as loop
+
+    try:
+        report = loop.loops_report(actions.store(), ctx.cluster.name)
+    except KeelError as e:
+        st.caption(f":material/warning: The auto-throttle loops could not be read: {md_text(str(e))}")
+        return
+    for row, state, line in report:
+        icon = ":material/autorenew:" if state == ALIVE else ":material/warning:"
+        st.caption(f"{icon} {md_text(line)}" + (f" — last decision: {md_text(row.note)}" if row.note else ""))
+    mine = loop.background(ctx.cluster.name)
+    if mine is not None and mine.thread.is_alive():
+        st.button("Stop auto-throttle", key="ra_auto_stop", on_click=_stop_auto, args=(ctx,),
+                  help="The last rate stays in place (Verify removes it once the reassignment is complete)")
+    elif running and not any(state == ALIVE for _, state, _ in report):
+        reason = actions.blocked_reason(ctx.config, "change the throttle")
+        c = st.columns([2, 1], vertical_alignment="bottom")
+        c[0].number_input("Auto-throttle budget (MB/s inbound per receiving broker)", min_value=0.001,
+                          max_value=1e6, value=50.0, step=1.0, format="%.3f", key="ra_auto_mb",
+                          disabled=reason is not None,
+                          help="Every 30 s: throttle = budget − the broker's other inbound (produce, replication), "
+                               "within budget/10 and the budget; runs in this dashboard's server process")
+        c[1].button("Start auto-throttle", key="ra_auto_start", on_click=_start_auto, args=(ctx,),
+                    disabled=reason is not None, width="stretch", help=reason or "Recorded in History")
+    actions.show(AUTO_RESULT, scope="reassign-auto")
+
+
 def _current_rate(ctx: frame.PageContext, p: Progress) -> int | None:
     """The follower rate of the first target broker, as the live view read it (None: unthrottled or unknown)."""
     live = ctx.conn.snapshot()
@@ -157,3 +218,4 @@ def section(ctx: frame.PageContext) -> None:
         st.dataframe(partition_table(d), hide_index=True, key="ra_bytes_partitions")
         if p.running:
             _throttle_form(ctx, _current_rate(ctx, p))
+        _auto_throttle(ctx, bool(p.running))

@@ -66,6 +66,8 @@ def argv_for(command: str, zk: str, tmp_path) -> list[str]:
         "verify": ["verify", "--reassignment-json-file", str(plan)],
         "rollback": ["rollback", "--action", "1"],
         "throttle": ["throttle", "--rate", "1000"],
+        "auto-throttle": ["auto-throttle", "--budget", "1000", "--bootstrap-server", unreachable, "--kafka-timeout",
+                          "1"],
         "cancel": ["cancel", "--all", "--bootstrap-server", unreachable, "--kafka-timeout", "1"],
         "log-dirs-execute": ["log-dirs-execute", "--reassignment-json-file", str(plan), "--bootstrap-server",
                              unreachable, "--kafka-timeout", "1"],

@@ -86,6 +86,24 @@ def test_cli_rollback_defaults_to_the_rate_the_reassignment_ran_with(tree, zk_co
     assert done.payload["throttle"] == RATE and done.rollback_of == action
 
 
+def test_cli_rollback_defaults_to_the_throttle_in_force_after_a_later_change(tree, zk_connect, store, capsys):
+    """Issue 28 leftover: a `throttle` change (or the auto-throttle loop) while it ran is the rate in force."""
+    action = recorded(store, zk_connect, RATE)
+    parts = [["t", 0], ["t", 1]]
+    for rate, partitions in ((5_000_000, parts), (7_000_000, [["other", 0]])):  # the second: another reassignment
+        change = store.begin(cluster=zk_connect, kind="throttle", target="brokers 1,2,3", summary="throttle",
+                             payload={"throttle": rate, "brokers": [1, 2, 3], "partitions": partitions})
+        store.finish(change, ok=True, result="set")
+    first = change - 1
+    code, out, err = cli(capsys, zk_connect, store, "--action", str(action))
+    assert code == 0, err
+    assert (f"Rollback throttled at 5,000,000 B/s, the rate in force when action #{action} ended (set by action "
+            f"#{first}), on brokers 1,2,3 until verify") in out
+    assert rates(tree) == throttled_at(5_000_000)
+    [done] = store.actions(zk_connect, kind="rollback")
+    assert done.payload["throttle"] == 5_000_000
+
+
 def test_cli_rollback_throttle_given(tree, zk_connect, store, capsys):
     action = recorded(store, zk_connect, RATE)
     code, out, err = cli(capsys, zk_connect, store, "--action", str(action), "--throttle", "3500000")

@@ -237,6 +237,21 @@ def test_reassignment_in_flight_done_or_never_written(tree, store, monkeypatch):
     assert not ok and "orders-2" in why
 
 
+def test_a_throttle_change_of_unknown_outcome_is_settled_from_the_broker_configs(tree, store, monkeypatch):
+    """Issue 28 leftover: a `throttle` row (kind "throttle") left pending is judged by the brokers' rates."""
+    reassign_writes.execute(tree, store, plan(("orders", 0, [2, 3])), cluster="c", throttle=1000)
+    interrupted(monkeypatch, "after-multi", reassign_writes.change_throttle, tree, store, 5000, cluster="c")
+    [(ok, why)] = settle(tree, store).values()
+    assert ok and "brokers 1,2,3 have the recorded rate 5000" in why
+    interrupted(monkeypatch, "before-multi", reassign_writes.change_throttle, tree, store, 9000, cluster="c")
+    [(ok, why)] = settle(tree, store).values()
+    assert not ok and "rates 5000/5000, not 9000" in why
+    interrupted(monkeypatch, "after-multi", reassign_writes.change_throttle, tree, store, None, cluster="c")
+    [(ok, why)] = settle(tree, store).values()
+    assert ok and "the recorded no rate" in why
+    assert not store.pending("c")
+
+
 def test_preferred_election_rule(tree, store, monkeypatch):
     # found in the node: applied
     interrupted(monkeypatch, "after-multi", election_writes.trigger, tree, store, cluster="c", topic="ledger")
