@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from core.balance.metrics import byte_targets
 from core.errors import RatesError
 from core.reassign_progress import ReplicaKey, Sample
 
@@ -173,30 +172,32 @@ class TrafficReport:
 
 def max_deviation(assignment: Sequence[Sequence[int]], rates: Sequence[float], means: Mapping[int, float],
                   rack_of: Mapping[int, str | None]) -> tuple[dict[int, float], float]:
-    """(rate per target broker, the largest relative deviation from its target)."""
-    targets = byte_targets(assignment, rates, means, rack_of)
+    """(rate per broker holding a replica or targeted, the largest relative deviation of a target broker from its
+    target: an equal part, weighted like replicas, of its rack's writes, as metrics.byte_targets for bytes)."""
     load = dict.fromkeys(means, 0.0)
     for replicas, rate in zip(assignment, rates):
         for b in replicas:
-            if b in load:
-                load[b] += rate
-    worst = max((abs(load[b] - t) / t for b, t in targets.items() if t > 0), default=0.0)
+            load[b] = load.get(b, 0.0) + rate
+    rack_load: dict[str | None, float] = {}
+    rack_share: dict[str | None, float] = {}
+    for b, m in means.items():
+        rack_load[rack_of.get(b)] = rack_load.get(rack_of.get(b), 0.0) + load[b]
+        rack_share[rack_of.get(b)] = rack_share.get(rack_of.get(b), 0.0) + m
+    worst = 0.0
+    for b, m in means.items():
+        target = rack_load[rack_of.get(b)] * m / rack_share[rack_of.get(b)] if m else 0.0
+        if target > 0:
+            worst = max(worst, abs(load[b] - target) / target)
     return load, worst
 
 
 def traffic_report(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]], rates: Sequence[float],
                    means: Mapping[int, float], rack_of: Mapping[int, str | None], tolerance: float,
                    why: str | None, unmeasured: int = 0) -> TrafficReport:
-    shown = sorted(set(means) | {b for r in before for b in r} | {b for r in after for b in r})
-
-    def per_broker(assignment):
-        load = dict.fromkeys(shown, 0.0)
-        for replicas, rate in zip(assignment, rates):
-            for b in replicas:
-                load[b] += rate
-        return tuple(round(load[b], 3) for b in shown)
-    _, dev_before = max_deviation(before, rates, means, rack_of)
-    _, dev_after = max_deviation(after, rates, means, rack_of)
+    load_before, dev_before = max_deviation(before, rates, means, rack_of)
+    load_after, dev_after = max_deviation(after, rates, means, rack_of)
+    shown = sorted(set(load_before) | set(load_after))
     within = dev_after <= tolerance + 1e-9
-    return TrafficReport(tolerance, tuple(shown), per_broker(before), per_broker(after),
+    return TrafficReport(tolerance, tuple(shown), tuple(round(load_before.get(b, 0.0), 3) for b in shown),
+                         tuple(round(load_after.get(b, 0.0), 3) for b in shown),
                          (round(dev_before, 6), round(dev_after, 6)), within, None if within else why, unmeasured)

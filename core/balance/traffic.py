@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 from typing import Iterator
 
-from core.balance.metrics import BYTES_TOLERANCE, byte_targets
+from core.balance.metrics import BYTES_TOLERANCE
 
 _TRIES = 8  # candidates looked at around the wanted rate before giving up on a pair of brokers
 _SWAP_PARTNERS = 64  # replicas of the cooler broker tried as the swap's return (spread over its rates)
@@ -36,8 +36,13 @@ class TrafficPhase:
             self.rate_target = [total * m / share for m in self.mean]
             self._even_rates()
         if self.k > 1 or self.rack_locked:
-            exact = byte_targets([[self.ids[b] for b in r] for r in self.reps], self.rate, self.means, self.rack_of)
-            self.rate_target = [exact[b] for b in self.ids[:self.nt]] + [0.0] * (self.nb - self.nt)
+            # each rack's own writes, shared like its replicas (what metrics.byte_targets does for bytes)
+            load, share = [0.0] * self.k, [0.0] * self.k
+            for b in range(self.nt):
+                load[self.rack[b]] += self.wr[b]
+                share[self.rack[b]] += self.mean[b]
+            self.rate_target = [load[self.rack[b]] * self.mean[b] / share[self.rack[b]] if self.mean[b] else 0.0
+                                for b in range(self.nt)] + [0.0] * (self.nb - self.nt)
             self._even_rates()
         self._explain_rates()
 
