@@ -152,7 +152,9 @@ def _put(out: dict[TopicPartition, float], key: TopicPartition, value: Any, wher
 @dataclass(frozen=True)
 class TrafficReport:
     """Bytes written per broker (every replica writes its partition's bytes-in) before and after a plan, against
-    each target broker's target (an equal part of its rack's writes, weighted like replicas: byte_targets)."""
+    each target broker's target: its share of all writes, weighted like its replicas (metrics.replica_means); when
+    every partition has one replica per rack, each rack's writes are fixed, and the target is its share of its
+    rack's writes (as metrics.byte_targets for bytes)."""
 
     tolerance: float
     brokers: tuple[int, ...]
@@ -171,9 +173,11 @@ class TrafficReport:
 
 
 def max_deviation(assignment: Sequence[Sequence[int]], rates: Sequence[float], means: Mapping[int, float],
-                  rack_of: Mapping[int, str | None]) -> tuple[dict[int, float], float]:
+                  rack_of: Mapping[int, str | None], per_rack: bool = False) -> tuple[dict[int, float], float]:
     """(rate per broker holding a replica or targeted, the largest relative deviation of a target broker from its
-    target: an equal part, weighted like replicas, of its rack's writes, as metrics.byte_targets for bytes)."""
+    target: its share, weighted like replicas, of all writes, or with `per_rack` of its rack's writes)."""
+    if not per_rack:
+        rack_of = {}
     load = dict.fromkeys(means, 0.0)
     for replicas, rate in zip(assignment, rates):
         for b in replicas:
@@ -194,8 +198,10 @@ def max_deviation(assignment: Sequence[Sequence[int]], rates: Sequence[float], m
 def traffic_report(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]], rates: Sequence[float],
                    means: Mapping[int, float], rack_of: Mapping[int, str | None], tolerance: float,
                    why: str | None, unmeasured: int = 0) -> TrafficReport:
-    load_before, dev_before = max_deviation(before, rates, means, rack_of)
-    load_after, dev_after = max_deviation(after, rates, means, rack_of)
+    k = len({rack_of.get(b) for b in means})
+    per_rack = k > 1 and all(len(r) == k for r in after)
+    load_before, dev_before = max_deviation(before, rates, means, rack_of, per_rack)
+    load_after, dev_after = max_deviation(after, rates, means, rack_of, per_rack)
     shown = sorted(set(load_before) | set(load_after))
     within = dev_after <= tolerance + 1e-9
     return TrafficReport(tolerance, tuple(shown), tuple(round(load_before.get(b, 0.0), 3) for b in shown),

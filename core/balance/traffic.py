@@ -30,20 +30,17 @@ class TrafficPhase:
         return (self.wr[b] - t) / t if t else 0.0
 
     def _balance_rates(self) -> None:
-        total = sum(self.wr[:self.nt])
-        share = sum(self.mean[:self.nt])
-        if not self.rack_locked:  # with one replica per rack, each rack's writes are fixed: only its own mean
+        if not self.rack_locked:  # a share of all writes, weighted like replicas
+            total, share = sum(self.wr[:self.nt]), sum(self.mean[:self.nt])
             self.rate_target = [total * m / share for m in self.mean]
-            self._even_rates()
-        if self.k > 1 or self.rack_locked:
-            # each rack's own writes, shared like its replicas (what metrics.byte_targets does for bytes)
+        else:  # one replica per rack: each rack's writes are fixed, its brokers share them (as byte_targets)
             load, share = [0.0] * self.k, [0.0] * self.k
             for b in range(self.nt):
                 load[self.rack[b]] += self.wr[b]
                 share[self.rack[b]] += self.mean[b]
             self.rate_target = [load[self.rack[b]] * self.mean[b] / share[self.rack[b]] if self.mean[b] else 0.0
                                 for b in range(self.nt)] + [0.0] * (self.nb - self.nt)
-            self._even_rates()
+        self._even_rates()
         self._explain_rates()
 
     def _even_rates(self) -> None:

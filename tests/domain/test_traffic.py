@@ -82,7 +82,7 @@ def hot_cluster(racks: int = 0):
     return snap, rates
 
 
-@pytest.mark.parametrize("racks", [0, 2])
+@pytest.mark.parametrize("racks", [0, 2, 3])  # 3 racks, RF 2: racks do not fix the writes per rack
 def test_a_planted_hot_topic_is_spread_within_the_tolerance(racks):
     snap, rates = hot_cluster(racks)
     plain = STRATEGIES["balanced"](snap, PlanRequest())
@@ -119,7 +119,7 @@ def test_bytes_stay_within_their_tolerance_while_rates_are_evened():
     means = replica_means(Counter(len(x) for x in after), sorted(b.id for b in snap.brokers),
                           {b.id: b.rack for b in snap.brokers})
     load, dev = max_deviation(after, [rates[k] for k in sorted(result.target)], means,
-                              {b.id: b.rack for b in snap.brokers})
+                              {b.id: b.rack for b in snap.brokers}, per_rack=True)  # RF 3 = racks
     assert math.isclose(dev, r.traffic.max_deviation[1], abs_tol=1e-6)
     targets = byte_targets(after, [sizes[k] for k in sorted(result.target)], means, {b.id: b.rack for b in snap.brokers})
     assert all(abs(sum(sizes[k] for k in result.target if b in result.target[k]) - t) <= BYTES_TOLERANCE * t
