@@ -89,3 +89,36 @@ def test_measured_write_rates_and_the_hot_topic_spread(healthy: RealKafka, tmp_p
     hot_per_broker = Counter(b for r in after.values() for b in r)
     assert sorted(hot_per_broker.values()) == [2, 2, 2], hot_per_broker  # the hot topic on every broker
     assert report["rack_violations"][1] == 0
+
+
+def test_the_reassign_page_measures_write_rates_and_shows_bytes_in_per_broker(healthy: RealKafka, tmp_path,
+                                                                               monkeypatch):
+    import streamlit as st
+
+    from tests.dashboard.test_dashboard_apptest import app, texts, write_config
+
+    kafka = healthy
+    hot = f"hotpage-{uuid.uuid4().hex[:6]}"
+    create_topic(kafka, hot, HOT)
+    write_config(tmp_path, monkeypatch, {"real": {"zk": kafka.zk_connect, "bootstrap": kafka.bootstrap}},
+                 role="operator")
+    monkeypatch.setenv("KEEL_STORE", str(tmp_path / "keel.sqlite"))
+    st.cache_resource.clear()
+    stop = threading.Event()
+    thread = threading.Thread(target=_produce, args=(kafka, hot, len(HOT), HOT_RATE, stop), daemon=True)
+    thread.start()
+    try:
+        at = app().run()
+        at.switch_page("reassign/page.py").run()
+        assert not at.exception, at.exception
+        assert "Without write rates" in texts(at.caption)
+        at.number_input(key="ra_rates_seconds").set_value(3).run()
+        at.button(key="ra_rates_measure").click().run(timeout=60)
+        assert not at.exception, at.exception
+        shown = texts(at.caption)
+        assert "Write rates:" in shown and "measured over 3 s" in shown, shown
+        assert "Write rate per broker: max deviation from target" in shown, shown
+    finally:
+        stop.set()
+        thread.join(timeout=15)
+        st.cache_resource.clear()
