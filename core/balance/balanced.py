@@ -88,7 +88,7 @@ class _Balancer(LeaderPhase, TrafficPhase):
 
         # Current loads. `hosted` may hold stale or repeated entries; _on cleans a broker's list when dirty.
         self.cnt, self.byt, self.wr = [0] * nb, [0] * nb, [0.0] * nb
-        self.rdirty, self.rsorted = bytearray(nb), {}  # the rate phase's per-broker sorted replicas (traffic.py)
+        self.rsorted: dict[int, list[tuple[float, int]]] = {}  # broker -> (rate, partition) sorted (traffic.py)
         self.hosted: list[list[int]] = [[] for _ in range(nb)]
         self.dirty = bytearray(nb)
         self.tcount: dict[int, int] = {}  # topic * nb + broker -> replicas
@@ -148,7 +148,8 @@ class _Balancer(LeaderPhase, TrafficPhase):
             self.byt[b] += self.size[p]
         if self.rate:
             self.wr[b] += self.rate[p]
-            self.rdirty[b] = 1
+            if b in self.rsorted:  # the rate phase's sorted list, kept up to date (traffic.py)
+                bisect.insort(self.rsorted[b], (self.rate[p], p))
         self.hosted[b].append(p)
         self.dirty[b] = 1
         t = self.topic[p]
@@ -163,7 +164,8 @@ class _Balancer(LeaderPhase, TrafficPhase):
             self.byt[b] -= self.size[p]
         if self.rate:
             self.wr[b] -= self.rate[p]
-            self.rdirty[b] = 1
+            if b in self.rsorted:
+                self._drop_rated(b, p)
         self.dirty[b] = 1
         t = self.topic[p]
         n = self.tcount[t * self.nb + b] = self.tcount[t * self.nb + b] - 1

@@ -136,8 +136,10 @@ def resolve(snapshot: ClusterSnapshot, request: PlanRequest, *, topics_required:
     if request.partition_rates is not None:
         if not 0 < request.rate_tolerance <= 10:
             raise PlanError(f"the write-rate tolerance must be above 0 (0.1 = 10 %), got {request.rate_tolerance}")
-        rates = [float(request.partition_rates.get(k, 0.0)) for k in keys]
-        unrated = sum(1 for k in keys if k not in request.partition_rates)
+        got = request.partition_rates.get
+        rates = [got(k) for k in keys]
+        unrated = rates.count(None)
+        rates = [0.0 if r is None else float(r) for r in rates] if unrated else rates
         if unrated:
             warnings.append(f"no write rate for {unrated} of {len(keys)} partitions; they count as 0 B/s")
     pinned, frozen = _pinned(snapshot, request, current, new_rf, warnings)

@@ -62,11 +62,16 @@ class TrafficPhase:
                 stuck.add(x)
 
     def _by_rate(self, b: int) -> list[tuple[float, int]]:
-        """(rate, partition) of the replicas on b, sorted: cached until b gains or loses one."""
-        if self.rdirty[b] or b not in self.rsorted:
+        """(rate, partition) of the replicas on b, sorted: built once, then kept sorted by _place / _unplace."""
+        if b not in self.rsorted:
             self.rsorted[b] = sorted((self.rate[p], p) for p in self._on(b))
-            self.rdirty[b] = 0
         return self.rsorted[b]
+
+    def _drop_rated(self, b: int, p: int) -> None:
+        pairs = self.rsorted[b]
+        i = bisect.bisect_left(pairs, (self.rate[p], p))
+        if i < len(pairs) and pairs[i][1] == p:
+            del pairs[i]
 
     def _bytes_ok(self, src: int, dst: int, delta: int) -> bool:
         """Moving `delta` bytes from src to dst keeps each within the byte tolerance, or no further out."""
