@@ -117,6 +117,11 @@ class PlanError(ValidationError):
     """A reassignment / election / topics-to-move document that Kafka's tools would refuse."""
 
 
+class RatesError(PlanError):
+    """Partition write rates that cannot be estimated (fewer than two samples) or a --rates document that is not
+    one (core.balance.rates)."""
+
+
 class TooLargeError(ValidationError):
     """An input whose size Keel bounds before doing the work (ZooKeeper's request limit, the controller)."""
 

@@ -19,6 +19,8 @@ Phases, each a greedy pass over flat int lists (brokers are indexes 0..n-1, targ
     (breadth-first over brokers) for what single moves cannot do;
  4. per-topic spread (option): moves or swaps that bring each topic within floor/ceil per broker;
  5. bytes: single moves or swaps between the heaviest and the lightest brokers until all are within 5%;
+ 5b. write rates (traffic.py), when partition rates are given: the same between the hottest and the coolest
+    brokers, until every broker writes within the rate tolerance of its target, keeping 1-5;
  6. leaders: RF-1 partitions spread first (their leadership cannot be reordered), then swap a partition's first
     replica with a follower (partitions already changing first), then along augmenting paths, until every broker
     leads within floor/ceil of its share.
@@ -36,6 +38,7 @@ from typing import Callable
 from core.balance.base import PlanRequest, PlanResult, Scope, finish, resolve
 from core.balance.leaders import LeaderPhase
 from core.balance.metrics import BYTES_TOLERANCE, byte_targets, replica_means
+from core.balance.traffic import TrafficPhase
 from core.errors import PlanError
 from core.model import ClusterSnapshot
 
@@ -50,10 +53,10 @@ def plan(snapshot: ClusterSnapshot, request: PlanRequest) -> PlanResult:
     if request.per_topic_spread:
         plain = _Balancer(scope, replace(request, per_topic_spread=False)).run()
         price = sum(len(set(new).difference(old)) for old, new in zip(scope.current, plain))
-    return finish(scope, after, NAME, request, balancer.warnings, price)
+    return finish(scope, after, NAME, request, balancer.warnings, price, balancer.rates_why)
 
 
-class _Balancer(LeaderPhase):
+class _Balancer(LeaderPhase, TrafficPhase):
     def __init__(self, scope: Scope, request: PlanRequest):
         self.request = request
         self.warnings: list[str] = []
@@ -77,12 +80,15 @@ class _Balancer(LeaderPhase):
         self.rf = scope.new_rf
         self.topic = scope.topic_of
         self.size = scope.sizes if scope.sizes is not None and any(scope.sizes) else None
+        self.rate = scope.rates if scope.rates is not None and any(scope.rates) else None
+        self.keys, self.topic_names = scope.keys, scope.topics
         self.rack_locked = False  # set once racks are repaired, see run
         self.moves = 0
         self.budget_hit = False
 
         # Current loads. `hosted` may hold stale or repeated entries; _on cleans a broker's list when dirty.
-        self.cnt, self.byt = [0] * nb, [0] * nb
+        self.cnt, self.byt, self.wr = [0] * nb, [0] * nb, [0.0] * nb
+        self.rsorted: dict[int, list[tuple[float, int]]] = {}  # broker -> (rate, partition) sorted (traffic.py)
         self.hosted: list[list[int]] = [[] for _ in range(nb)]
         self.dirty = bytearray(nb)
         self.tcount: dict[int, int] = {}  # topic * nb + broker -> replicas
@@ -96,6 +102,9 @@ class _Balancer(LeaderPhase):
             if self.size:
                 for b in replicas:
                     self.byt[b] += self.size[p]
+            if self.rate:
+                for b in replicas:
+                    self.wr[b] += self.rate[p]
 
         # Targets, on the final replication factors: per broker, and per topic and rack (brokers of a rack share a
         # mean, see metrics.replica_means).
@@ -137,6 +146,10 @@ class _Balancer(LeaderPhase):
         self.cnt[b] += 1
         if self.size:
             self.byt[b] += self.size[p]
+        if self.rate:
+            self.wr[b] += self.rate[p]
+            if b in self.rsorted:  # the rate phase's sorted list, kept up to date (traffic.py)
+                bisect.insort(self.rsorted[b], (self.rate[p], p))
         self.hosted[b].append(p)
         self.dirty[b] = 1
         t = self.topic[p]
@@ -149,6 +162,10 @@ class _Balancer(LeaderPhase):
         self.cnt[b] -= 1
         if self.size:
             self.byt[b] -= self.size[p]
+        if self.rate:
+            self.wr[b] -= self.rate[p]
+            if b in self.rsorted:
+                self._drop_rated(b, p)
         self.dirty[b] = 1
         t = self.topic[p]
         n = self.tcount[t * self.nb + b] = self.tcount[t * self.nb + b] - 1
@@ -231,6 +248,8 @@ class _Balancer(LeaderPhase):
             self._spread_topics()
         if self.size:
             self._balance_bytes()
+        if self.rate:
+            self._balance_rates()
         self._balance_leaders()
         self._report_leftovers()
         return [tuple(self.ids[b] for b in r) for r in self.reps]

@@ -23,6 +23,7 @@ from typing import Mapping, Protocol
 
 from core.assignment import RackAwareMode, brokers_for_mode
 from core.balance.metrics import MetricsReport, lower_bound, replica_means, report
+from core.balance.rates import DEFAULT_RATE_TOLERANCE, traffic_report
 from core.balance.waves import split_waves
 from core.errors import PlanError
 from core.model import ClusterSnapshot
@@ -45,6 +46,10 @@ class PlanRequest:
     per_topic_spread: bool = False
     wave_partitions: int | None = None  # set either wave limit to get waves
     wave_broker_moves: int | None = None
+    # bytes/s written into each partition (core.balance.rates): the balanced planner evens out the bytes written per
+    # broker (the sum over the replicas it holds) within rate_tolerance of each broker's target
+    partition_rates: Mapping[TopicPartition, float] | None = None
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,8 @@ class Scope:
     warnings: list[str] = field(default_factory=list)
     pinned: frozenset[int] = frozenset()  # down brokers not drained: their replicas stay
     frozen: list[bool] = field(default_factory=list)  # per partition: it holds a pinned replica, left as it is
+    rates: list[float] | None = None  # bytes/s written per partition, when rates are given
+    unrated: int = 0  # partitions in scope without a rate (0 B/s)
 
     def live_replicas(self, replicas) -> tuple[int, ...]:
         """`replicas` without those on pinned brokers (what the targets share)."""
@@ -125,12 +132,23 @@ def resolve(snapshot: ClusterSnapshot, request: PlanRequest, *, topics_required:
         unknown = sum(1 for k in keys if k not in request.partition_sizes)
         if unknown:
             warnings.append(f"no size for {unknown} of {len(keys)} partitions; they count as 0 bytes")
+    rates, unrated = None, 0
+    if request.partition_rates is not None:
+        if not 0 < request.rate_tolerance <= 10:
+            raise PlanError(f"the write-rate tolerance must be above 0 (0.1 = 10 %), got {request.rate_tolerance}")
+        got = request.partition_rates.get
+        rates = [got(k) for k in keys]
+        unrated = rates.count(None)
+        rates = [0.0 if r is None else float(r) for r in rates] if unrated else rates
+        if unrated:
+            warnings.append(f"no write rate for {unrated} of {len(keys)} partitions; they count as 0 B/s")
     pinned, frozen = _pinned(snapshot, request, current, new_rf, warnings)
     if snapshot.in_progress.reassignment:
         warnings.append(f"a reassignment of {len(snapshot.in_progress.reassignment)} partition(s) is in progress: "
                         "their replica lists include the replicas being added, and Kafka accepts a new "
                         "reassignment only after it completes")
-    return Scope(keys, current, new_rf, topic_of, names, sizes, targets, rack_of, warnings, pinned, frozen)
+    return Scope(keys, current, new_rf, topic_of, names, sizes, targets, rack_of, warnings, pinned, frozen, rates,
+                 unrated)
 
 
 def _pinned(snapshot: ClusterSnapshot, request: PlanRequest, current: list[tuple[int, ...]], new_rf: list[int],
@@ -154,7 +172,8 @@ def _pinned(snapshot: ClusterSnapshot, request: PlanRequest, current: list[tuple
 
 
 def finish(scope: Scope, after: list[tuple[int, ...]], strategy: str, request: PlanRequest,
-           warnings: list[str], moves_without_topic_spread: int | None = None) -> PlanResult:
+           warnings: list[str], moves_without_topic_spread: int | None = None,
+           rates_why: str | None = None) -> PlanResult:
     """Score `after` against the scope and package it."""
     # Replicas left on pinned (down, not drained) brokers are not the targets' to share.
     live_after = [scope.live_replicas(r) for r in after] if scope.pinned else after
@@ -169,6 +188,10 @@ def finish(scope: Scope, after: list[tuple[int, ...]], strategy: str, request: P
                      scope.sizes, means, bound)
     if moves_without_topic_spread is not None:
         metrics = replace(metrics, moves_without_topic_spread=moves_without_topic_spread)
+    if scope.rates is not None:
+        metrics = replace(metrics, traffic=traffic_report(
+            scope.current, after, scope.rates, means, scope.rack_of, request.rate_tolerance,
+            rates_why or "this strategy does not balance write rates", scope.unrated))
     proposed = {k: new for k, old, new in zip(scope.keys, scope.current, after) if old != new}
     rollback = {k: old for k, old, new in zip(scope.keys, scope.current, after) if old != new}
     waves = None

@@ -12,7 +12,10 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from core.balance.rates import TrafficReport
 
 Replicas = Sequence[int]
 BYTES_TOLERANCE = 0.05
@@ -55,6 +58,7 @@ class MetricsReport:
     bytes_off_target: tuple[int, int] | None = None
     replicas_left_on_non_targets: int = 0
     moves_without_topic_spread: int | None = None  # the price of per_topic_spread, when it was asked for
+    traffic: "TrafficReport | None" = None  # bytes written per broker, when partition rates were given (rates.py)
 
     @property
     def moves_over_lower_bound(self) -> float | None:

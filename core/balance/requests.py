@@ -8,6 +8,7 @@ from typing import Mapping, Sequence
 
 from core.balance import STRATEGIES
 from core.balance.base import PlanRequest, PlanResult, TopicPartition
+from core.balance.rates import DEFAULT_RATE_TOLERANCE
 from core.model import ClusterSnapshot
 from core.plans import settled
 
@@ -19,10 +20,12 @@ def plan_request(snapshot: ClusterSnapshot, strategy: str, *, topics: Sequence[s
                  target_brokers: Sequence[int] | None = None, sizes: Mapping[TopicPartition, int] | None = None,
                  max_moves: int | None = None, seed: int = 0, rack_aware: bool = True,
                  per_topic_spread: bool = False, wave_partitions: int | None = None,
-                 wave_broker_moves: int | None = None) -> PlanRequest:
+                 wave_broker_moves: int | None = None, rates: Mapping[TopicPartition, float] | None = None,
+                 rate_tolerance: float = DEFAULT_RATE_TOLERANCE) -> PlanRequest:
     """The request: `topics` (None or empty: every topic), replicas leaving the `drain` brokers, every planned
     topic's replication factor changed to `replication_factor`, replicas placed on `target_brokers` only (None:
-    every alive broker not drained).
+    every alive broker not drained). `rates` (bytes/s per partition) adds the write-rate goal within
+    `rate_tolerance`.
 
     kafka-generate moves the topics it is given, as `--generate` needs `--topics-to-move-json-file`: "every topic"
     is then listed (every topic not queued for deletion), so that both strategies plan the same scope."""
@@ -35,7 +38,8 @@ def plan_request(snapshot: ClusterSnapshot, strategy: str, *, topics: Sequence[s
                        replication_factor=int(replication_factor) if replication_factor is not None else None,
                        partition_sizes=dict(sizes) if sizes is not None else None, max_moves=max_moves,
                        seed=int(seed), rack_aware=rack_aware, per_topic_spread=per_topic_spread,
-                       wave_partitions=wave_partitions, wave_broker_moves=wave_broker_moves)
+                       wave_partitions=wave_partitions, wave_broker_moves=wave_broker_moves,
+                       partition_rates=dict(rates) if rates is not None else None, rate_tolerance=rate_tolerance)
 
 
 def plan(snapshot: ClusterSnapshot, strategy: str, request: PlanRequest) -> PlanResult:

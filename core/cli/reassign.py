@@ -56,7 +56,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.output is None and not args.import_file:
         raise ValidationError("give the plan's output file: -o FILE (or - for stdout)")
     # Every output and input is checked before the (possibly long) planning: nothing is written unless all can be.
-    for path, option in ((args.output, "-o"), (args.rollback_output, "--rollback-output"), (args.report, "--report")):
+    for path, option in ((args.output, "-o"), (args.rollback_output, "--rollback-output"), (args.report, "--report"),
+                         (args.rates_output, "--rates-output")):
         check_output(path, option)
     topics = parse_topics_to_move(_read_plan_input(args.topics_to_move_json_file, "--topics-to-move-json-file",
                                                    "topics-to-move")) if args.topics_to_move_json_file else None
@@ -65,11 +66,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
                               "(--bootstrap-server), not both")
     sizes = parse_log_dirs(read_input(args.sizes, "--sizes", limit=MAX_LOG_DIRS_BYTES, what="log-dirs",
                                       why="kafka-log-dirs.sh --describe of ~6 million replicas")) if args.sizes else None
+    from core.cli.rates import rates_of, sample_rates_of
+
+    rates = rates_of(args)
     if args.bootstrap_server:
         from core.cli.common import kafka_admin
 
         with kafka_admin(args, "reading partition sizes") as admin:
             sizes = admin.partition_sizes()
+            if args.sample_rates:
+                rates = sample_rates_of(admin, args)
     if args.snapshot:
         snap = ClusterSnapshot.from_json(read_input(args.snapshot, "--snapshot", limit=MAX_SNAPSHOT_BYTES,
                                                     what="snapshot", why="~2 million partitions"))
@@ -92,7 +98,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         # core.balance.requests: the request and the settled cluster (a running reassignment counted as done), as
         # the Reassign page plans
         with naming_problems(snap):
-            result = plan(snap, args.strategy, _request(args, snap, topics, sizes))
+            result = plan(snap, args.strategy, _request(args, snap, topics, sizes, rates))
         plan_json, rollback_json, warnings = result.reassignment_json(), result.rollback_json(), result.warnings
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -108,6 +114,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"replica spread {r.replicas[0].spread:g} -> {r.replicas[1].spread:g}, "
           f"leader spread {r.leaders[0].spread:g} -> {r.leaders[1].spread:g}, "
           f"rack violations {r.rack_violations[0]} -> {r.rack_violations[1]}", file=sys.stderr)
+    if r.traffic is not None:
+        print(r.traffic.summary(), file=sys.stderr)
     seconds = copy_seconds(result, sizes, snap, args.throttle)
     if args.throttle and seconds is not None:
         print(f"copy time at {args.throttle:,} B/s: about {seconds:,.0f} s (the busiest broker's bytes per wave / "
@@ -138,13 +146,13 @@ def _report(result, snap, sizes, throttle: int | None, seconds: float | None) ->
                         for i, b in enumerate(brokers)]}
 
 
-def _request(args: argparse.Namespace, snap, topics, sizes):
+def _request(args: argparse.Namespace, snap, topics, sizes, rates=None):
     from core.balance.requests import plan_request
 
     return plan_request(
         snap, args.strategy, topics=topics, target_brokers=_ids(args.broker_list, "--broker-list"),
         drain=_ids(args.exclude_brokers, "--exclude-brokers") or (),
-        replication_factor=args.replication_factor, sizes=sizes,
+        replication_factor=args.replication_factor, sizes=sizes, rates=rates, rate_tolerance=args.rate_tolerance,
         max_moves=args.max_moves, seed=args.seed, rack_aware=not args.disable_rack_aware,
         per_topic_spread=args.per_topic_spread, wave_partitions=args.wave_partitions,
         wave_broker_moves=args.wave_broker_moves)
@@ -452,6 +460,7 @@ def cmd_throttle(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     from core.balance import STRATEGIES
     from core.cli.common import add_bootstrap_option, add_cluster_options, add_zk_options
+    from core.cli.rates import sampling
 
     p = sub.add_parser("plan", help="compute a reassignment plan (Kafka's reassignment JSON)")
     add_zk_options(p, required=False)
@@ -464,6 +473,15 @@ def register(sub) -> None:
     p.add_argument("--sizes", metavar="LOGDIRS.json", help="kafka-log-dirs.sh --describe output, for byte balance")
     add_bootstrap_option(p, "read the partition sizes from the brokers (Admin API describeLogDirs) instead of "
                             "a --sizes file")
+    p.add_argument("--rates", metavar="RATES.json",
+                   help='partition write rates for the write-rate goal: {"topic-partition": bytes_per_s, ...} or '
+                        '[{"topic", "partition", "bytes_per_s"}, ...] (what --rates-output writes)')
+    p.add_argument("--sample-rates", type=sampling, metavar="SECONDS[:N]",
+                   help="measure the write rates (needs --bootstrap-server): N samples (default 2) of every "
+                        "replica's log size, SECONDS apart; each sample is one describeLogDirs per broker")
+    p.add_argument("--rate-tolerance", type=float, default=0.10, metavar="FRACTION",
+                   help="with rates: each broker's bytes written within this fraction of its target (default 0.1)")
+    p.add_argument("--rates-output", metavar="FILE", help="write the rates --sample-rates measured (a --rates file)")
     p.add_argument("--max-moves", type=whole, metavar="N", help="move at most N replicas")
     p.add_argument("--seed", type=whole, default=0)
     p.add_argument("--disable-rack-aware", action="store_true")

@@ -25,7 +25,7 @@ from core.plans import plan_risks
 from core import writes as reassign_writes
 from dashboard import actions, charts, frame, ops_panels, ui
 from dashboard.reassign import plan_view
-from dashboard.reassign import progress as bytes_view, run as reassign_run
+from dashboard.reassign import progress as bytes_view, rates as write_rates, run as reassign_run
 from dashboard.reassign.sizes import from_brokers as broker_sizes_of
 from dashboard.text import md, md_text
 
@@ -250,6 +250,7 @@ throttle = int(round(throttle_mb * plan_view.MB)) if throttle_on and throttle_mb
 if not (throttle_on and throttle_mb is None):  # a throttle that is no number has its message above
     st.caption(f"Throttle: {f'{throttle:,} bytes/s per broker (--throttle {throttle})' if throttle else 'none'}.")
 sizes, sizes_key, bad_sizes = sizes_input()
+rates, rates_key = write_rates.panel(conn, ctx.cluster)
 
 
 # --- the plan ---------------------------------------------------------------------------------------------
@@ -306,11 +307,11 @@ else:
                                       sizes=sizes, max_moves=None if max_moves is None else int(max_moves), seed=seed,
                                       rack_aware=rack_aware, per_topic_spread=spread,
                                       wave_partitions=None if wave_k is None else int(wave_k),
-                                      wave_broker_moves=None if wave_l is None else int(wave_l))
+                                      wave_broker_moves=None if wave_l is None else int(wave_l), rates=rates)
     if request is not None:
         scope = f"{len(request.topics):,} topic(s)" if request.topics is not None else "every topic"
         planned, error, fresh = plan_entry(
-            plan_view.request_key(strategy, request, sizes_key), lambda: plan_view.run_planner(snap, strategy, request),
+            plan_view.request_key(strategy, request, sizes_key, rates_key), lambda: plan_view.run_planner(snap, strategy, request),
             f"Planning with {strategy} over {scope} ({snap.partition_count:,} partitions in the cluster)…")
         if error is not None:
             actions.show_error(error)
@@ -364,6 +365,13 @@ def cost_panel(p: plan_view.Planned) -> None:
     if est is not None:
         st.caption(f"Estimated time = Σ over {n_waves:,} wave(s) of (busiest broker's bytes in or out) ÷ "
                    f"{throttle:,} B/s.")
+    if r.traffic is not None:  # measured write rates: bytes-in per broker, before and after
+        t = r.traffic
+        st.caption(t.summary()[0].upper() + t.summary()[1:] + ".")
+        alive = [snap.broker_by_id[b].alive if b in snap.broker_by_id else False for b in t.brokers]
+        st.plotly_chart(p.derived("figure:write_rates", lambda: charts.broker_before_after(
+            t.brokers, t.before, t.after, alive, unit="B/s", title="Bytes in per broker (written by its replicas)",
+            y_title="B/s")), key="ra_rates_chart", config=CHART)
 
 
 VIEWS = ("Heatmap", "Change", "Per broker")

@@ -117,7 +117,8 @@ def build_request(snapshot: ClusterSnapshot, goal: str, strategy: str, *, topics
                   drain: Sequence[int] = (), replication_factor: int | None = None,
                   sizes: Mapping[Key, int] | None = None, max_moves: int | None = None, seed: int = 0,
                   rack_aware: bool = True, per_topic_spread: bool = False, wave_partitions: int | None = None,
-                  wave_broker_moves: int | None = None) -> PlanRequest | None:
+                  wave_broker_moves: int | None = None, rates: Mapping[Key, float] | None = None
+                  ) -> PlanRequest | None:
     """The engine's request (core.balance.requests.plan_request) for the page's goal, or None while the goal still
     lacks its input (no broker to drain, no topic or replication factor to change)."""
     if goal == GOAL_FILL:
@@ -140,13 +141,13 @@ def build_request(snapshot: ClusterSnapshot, goal: str, strategy: str, *, topics
     return plan_request(snapshot, strategy, topics=topics, drain=drain, replication_factor=replication_factor,
                         sizes=sizes, max_moves=max_moves, seed=seed, rack_aware=rack_aware,
                         per_topic_spread=per_topic_spread, wave_partitions=wave_partitions,
-                        wave_broker_moves=wave_broker_moves)
+                        wave_broker_moves=wave_broker_moves, rates=rates)
 
 
-def request_key(strategy: str, request: PlanRequest, sizes_digest: str | None) -> str:
-    """A short stable key of a request (sizes by the digest of the data they came from)."""
-    fields = {k: v for k, v in request.__dict__.items() if k != "partition_sizes"}
-    text = repr((strategy, sorted(fields.items(), key=lambda kv: kv[0]), sizes_digest))
+def request_key(strategy: str, request: PlanRequest, sizes_digest: str | None, rates_key: str | None = None) -> str:
+    """A short stable key of a request (sizes and rates by the digest or time of the data they came from)."""
+    fields = {k: v for k, v in request.__dict__.items() if k not in ("partition_sizes", "partition_rates")}
+    text = repr((strategy, sorted(fields.items(), key=lambda kv: kv[0]), sizes_digest, rates_key))
     return digest(text) or ""
 
 
