@@ -319,21 +319,32 @@ def progress(samples: Sequence[Sample], window: float = WINDOW) -> Progress:
             return None
         return sum(now[k][0] - then.get(k, (0, 0))[0] for k in keys) / span
 
-    parts, by_broker = [], {}
+    # one pass per partition; the sort keys computed once (100,000 moving partitions: bench/reassign_progress.py)
+    keyed, by_broker, remaining = [], {}, 0
     for finished, group in ((False, last.running), (True, last.finished)):
         for m in group:
-            keys = [(m.key, b) for b in m.adding]
-            reps = tuple(ReplicaProgress(b, now[(m.key, b)][0]) for b in m.adding)
-            parts.append(PartitionProgress(m.topic, m.partition, m.leader, _leader_bytes(last, m), reps, finished,
-                                           rate(keys)))
+            lead = _leader_bytes(last, m)
+            reps, copied, moved = [], 0, 0
             for b in m.adding:
-                by_broker.setdefault(b, []).append((m.key, b))
-    parts.sort(key=lambda p: (p.finished, p.fraction, -p.remaining, p.topic, p.partition))
+                k = (m.key, b)
+                c = now[k][0]
+                reps.append(ReplicaProgress(b, c))
+                copied += c
+                if then is not None:
+                    moved += c - then.get(k, (0, 0))[0]
+                by_broker.setdefault(b, []).append(k)
+            total = lead * len(m.adding)
+            remaining += total - copied
+            part = PartitionProgress(m.topic, m.partition, m.leader, lead, tuple(reps), finished,
+                                     None if then is None else moved / span)
+            # the slowest first: least copied, then most left
+            keyed.append(((finished, copied / total if total else 1.0, copied - total, m.topic, m.partition), part))
+    keyed.sort(key=lambda e: e[0])
+    parts = [part for _, part in keyed]
     brokers = tuple(BrokerProgress(b, len(keys), sum(now[k][0] for k in keys), sum(now[k][1] for k in keys),
                                    rate(keys)) for b, keys in sorted(by_broker.items()))
     copy_rate = rate(now)
     growth = None if then is None else sum(now[k][1] - then.get(k, now[k])[1] for k in now) / span
-    remaining = sum(p.remaining for p in parts)
     eta, note = _eta(remaining, copy_rate, growth, len(samples), span) if parts else (None, NO_REASSIGNMENT)
     return Progress(last.at, tuple(parts), brokers, copy_rate, growth, eta, note, span, len(samples))
 
