@@ -5,7 +5,7 @@ Per sample `status` (and the Reassign page) sends one DescribeLogDirs request pe
 moving partition, asking about those partitions only (core.kafka.reassign_progress.replica_sizes). This prints:
 
   requests     how many DescribeLogDirs requests one sample sends (kafka-python sends them one after the other)
-  response     the bytes of one broker's answer (DescribeLogDirs v4, encoded by kafka-python) and the time to decode
+  response     the bytes of one broker's answer (DescribeLogDirs v4, encoded by kafka-python) and the CPU time to decode
                it and turn it into Keel's replica sizes: the client-side work of one request, without the network
   sample       core.reassign_progress.sample_of over every broker's sizes
   progress     core.reassign_progress.progress over 2 samples (a one-shot `status`) and over a full 60 s window at
@@ -79,13 +79,19 @@ def _decode(raw: bytes, broker: int) -> dict[tuple[int, str, int], int]:
     return out
 
 
-def _time(fn, runs: int) -> tuple[float, object]:
-    times, value = [], None
+def _time(fn, runs: int) -> tuple[float, float, object]:
+    """(median CPU seconds, median wall seconds, the value): CPU too, as this machine often runs other work."""
+    times, walls, value = [], [], None
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0, w0 = time.process_time(), time.perf_counter()
         value = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), value
+        times.append(time.process_time() - t0)
+        walls.append(time.perf_counter() - w0)
+    return statistics.median(times), statistics.median(walls), value
+
+
+def _ms(cpu: float, wall: float) -> str:
+    return f"{cpu * 1000:.0f} ms CPU ({wall * 1000:.0f} ms wall)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,24 +105,24 @@ def main(argv: list[str] | None = None) -> int:
     moving = _cluster(args.partitions, args.brokers, args.topics)
     involved = sorted({b for m in moving for b in m.replicas})
     raw = _response(moving, involved[0]).encode(version=VERSION)
-    decode_s, one = _time(lambda: _decode(raw, involved[0]), args.runs)
+    decode_s, decode_w, one = _time(lambda: _decode(raw, involved[0]), args.runs)
     print(f"{args.partitions:,} partitions moving (RF 3 + 1 adding) over {args.brokers} brokers")
     print(f"  requests per sample: {len(involved)} DescribeLogDirs (one per broker holding a moving replica)")
-    print(f"  one broker's answer: {len(one):,} replicas, {len(raw) / 1e6:.2f} MB, decoded in {decode_s * 1000:.0f} ms"
+    print(f"  one broker's answer: {len(one):,} replicas, {len(raw) / 1e6:.2f} MB, decoded in {_ms(decode_s, decode_w)}"
           f" -> all brokers ~{decode_s * len(involved):.1f} s of client CPU per sample")
 
     sizes = [_sizes(moving, c) for c in (0.10, 0.12)]
-    sample_s, first = _time(lambda: sample_of(1000.0, moving, sizes[0]), args.runs)
+    sample_s, sample_w, first = _time(lambda: sample_of(1000.0, moving, sizes[0]), args.runs)
     second = sample_of(1005.0, moving, sizes[1], first)
-    print(f"  sample_of: {sample_s * 1000:.0f} ms")
-    two_s, prog = _time(lambda: progress([first, second]), args.runs)
-    print(f"  progress over 2 samples: {two_s * 1000:.0f} ms ({prog.fraction:.1%} copied, rate "
+    print(f"  sample_of: {_ms(sample_s, sample_w)}")
+    two_s, two_w, prog = _time(lambda: progress([first, second]), args.runs)
+    print(f"  progress over 2 samples: {_ms(two_s, two_w)} ({prog.fraction:.1%} copied, rate "
           f"{prog.rate / 1e6:,.0f} MB/s)")
     window = (first,)
     for i in range(1, 13):
         window = record(window, sample_of(1000.0 + 5 * i, moving, _sizes(moving, 0.10 + 0.004 * i), window[-1]))
-    full_s, _ = _time(lambda: progress(window), args.runs)
-    print(f"  progress over a 60 s window of {len(window)} samples: {full_s * 1000:.0f} ms")
+    full_s, full_w, _ = _time(lambda: progress(window), args.runs)
+    print(f"  progress over a 60 s window of {len(window)} samples: {_ms(full_s, full_w)}")
     return 0
 
 
