@@ -135,9 +135,20 @@ def _start_auto(ctx: frame.PageContext) -> None:
 
 
 def _stop_auto(ctx: frame.PageContext) -> None:
+    """on_click: stop the page's loop and say what stays (the rate it last set), as Ctrl-C of the CLI's does."""
+    from core.audit.store import ThrottleLoops
     from core.cluster import auto_throttle as loop
 
-    loop.stop_background(ctx.cluster.name)
+    def work() -> str:
+        mine = loop.background(ctx.cluster.name)
+        if mine is None or not loop.stop_background(ctx.cluster.name):
+            return "No auto-throttle loop of this dashboard runs for this cluster any more."
+        [row] = [r for r in ThrottleLoops(actions.store()).of(ctx.cluster.name) if r.id == mine.loop_id] or [None]
+        rate = f"{format_bytes(row.rate)}/s" if row is not None and row.rate else "the rate in force"
+        return (f"Auto-throttle loop #{mine.loop_id} stopped: the last rate ({rate}) stays in place; Verify removes "
+                "it once the reassignment is complete.")
+
+    actions.run(AUTO_RESULT, work, cfg=ctx.config, action="change the throttle", scope="reassign-auto")
 
 
 def _auto_throttle(ctx: frame.PageContext, running: bool) -> None:
@@ -155,8 +166,10 @@ def _auto_throttle(ctx: frame.PageContext, running: bool) -> None:
         st.caption(f"{icon} {md_text(line)}" + (f" — last decision: {md_text(row.note)}" if row.note else ""))
     mine = loop.background(ctx.cluster.name)
     if mine is not None and mine.thread.is_alive():
+        reason = actions.blocked_reason(ctx.config, "change the throttle")
         st.button("Stop auto-throttle", key="ra_auto_stop", on_click=_stop_auto, args=(ctx,),
-                  help="The last rate stays in place (Verify removes it once the reassignment is complete)")
+                  icon=":material/stop_circle:", disabled=reason is not None,
+                  help=reason or "The last rate stays in place (Verify removes it once the reassignment is complete)")
     elif running and not any(state == ALIVE for _, state, _ in report):
         reason = actions.blocked_reason(ctx.config, "change the throttle")
         c = st.columns([2, 1], vertical_alignment="bottom")
