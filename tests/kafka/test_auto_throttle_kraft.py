@@ -43,7 +43,7 @@ def _dynamic_rates(admin: KafkaAdmin) -> dict[int, set[str]]:
     return eventually(ask, timeout=15, interval=0.3)
 
 
-def test_kraft_auto_throttle_through_the_brokers_alone(kraft, tmp_path):
+def test_kraft_auto_throttle_through_the_brokers_alone(kraft, tmp_path, monkeypatch, fresh_connections):
     from tests.kafka.test_kraft_reassign_writes import _create, _produce
 
     boot = kraft.bootstrap_servers
@@ -60,6 +60,7 @@ def test_kraft_auto_throttle_through_the_brokers_alone(kraft, tmp_path):
         assert code == 0, out + err
         try:
             assert {f"{FOLLOWER_RATE}={START}"} <= _dynamic_rates(admin)[3]
+            _page_says_how_to_verify(boot, store, tmp_path, monkeypatch)
             t0 = time.monotonic()
             code, out, err = _keel("auto-throttle", "--bootstrap-server", boot, "--budget", str(BUDGET),
                                    "--interval", "1", "--store", store, "--cluster", "kr")
@@ -85,3 +86,18 @@ def test_kraft_auto_throttle_through_the_brokers_alone(kraft, tmp_path):
             _keel("cancel", "--bootstrap-server", boot, "--all", "--store", store)
             _keel("verify", "--bootstrap-server", boot, "--reassignment-json-file", str(plan), "--store", store)
             admin._admin.delete_topics([topic])  # noqa: SLF001
+
+
+def _page_says_how_to_verify(boot: str, store: str, tmp_path, monkeypatch) -> None:
+    """The Reassign page of the KRaft cluster (AppTest), its reassignment running: the command it offers reaches the
+    cluster through its brokers (it read `verify --zk None`)."""
+    from tests.dashboard.test_dashboard_apptest import app, write_config
+
+    write_config(tmp_path, monkeypatch, {"kr": {"bootstrap": boot}}, role="operator")
+    monkeypatch.setenv("KEEL_STORE", store)
+    at = app()
+    at.run()
+    at.switch_page("reassign/page.py").run()
+    assert not at.exception, at.exception
+    shown = [c.value for c in at.code if "verify" in c.value]
+    assert shown and all(f"--bootstrap-server {boot}" in c and "--zk" not in c for c in shown), shown
