@@ -196,9 +196,11 @@ def describe_loop(row: Mapping, state: str, beat_age: float) -> str:
         return (f"auto-throttle active: budget {format_bytes(row.get('budget'))}/s, {last}, last beat "
                 f"{beat_age:.0f} s ago ({where})")
     if state == DEAD:
+        # a loop that failed said why on its row (a killed one could not): the page and verify show it
+        why = f"; its end: {row.get('end_reason')}" if row.get("end_reason") else ""
         return (f"an auto-throttle loop was running and is no longer alive ({where}; last beat {beat_age:.0f} s "
-                f"ago): the throttle it last set stays in place ({last}); verify removes it once the reassignment "
-                "is complete, `auto-throttle` starts a new loop")
+                f"ago{why}): the throttle it last set stays in place ({last}); verify removes it once the "
+                "reassignment is complete, `auto-throttle` starts a new loop")
     return f"auto-throttle loop ended: {row.get('end_reason') or 'ended'} ({where})"
 
 

@@ -524,8 +524,8 @@ else:
         st.info(f"A reassignment of {len(live_snap.in_progress.reassignment):,} partition(s) is running, not started "
                 "from this session: follow it below if Keel recorded it, or verify it from a shell with the plan "
                 "that was executed (exit status 3 while it runs):", icon=":material/hourglass_top:")
-        ui.commands(["python", "-m", "core", "verify", "--zk", ctx.cluster.zk, "--reassignment-json-file",
-                     "plan.json"])
+        reach = ["--zk", ctx.cluster.zk] if ctx.cluster.zk else ["--bootstrap-server", ctx.cluster.bootstrap or ""]
+        ui.commands(["python", "-m", "core", "verify", *reach, "--reassignment-json-file", "plan.json"])
     if conn.derived("reassign.running", live_snap, reassign_run.running_keys):  # issue 28: in bytes, its throttle
         bytes_view.section(ctx)
     reassign_run.cancel_section(ctx, None, live_snap)  # issue 15: cancel it (Kafka 2.4+), or what that needs

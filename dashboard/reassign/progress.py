@@ -94,18 +94,20 @@ def _change_throttle(ctx: frame.PageContext, remove: bool) -> None:
 
 def _throttle_form(ctx: frame.PageContext, current: int | None) -> None:
     reason = actions.blocked_reason(ctx.config, "change the throttle")
-    c = st.columns([2, 1, 1], vertical_alignment="bottom")
-    c[0].number_input("Replication throttle (MB/s per broker)", min_value=0.001, max_value=1e6,
-                           value=round(current / 1e6, 3) if current else 10.0, step=1.0, format="%.3f",
-                           key="ra_throttle_mb", disabled=reason is not None,
-                           help="leader/follower.replication.throttled.rate on every broker that moves data, as "
-                                "kafka-reassign-partitions --execute --additional --throttle sets it")
-    c[1].button("Change throttle", key="ra_throttle_change", icon=":material/speed:", on_click=_change_throttle,
-                args=(ctx, False), disabled=reason is not None, width="stretch",
-                help=reason or "Recorded in History with the rate it replaces")
-    c[2].button("Remove throttle", key="ra_throttle_remove", on_click=_change_throttle, args=(ctx, True),
-                disabled=reason is not None or not current, width="stretch",
-                help=reason or "Run unthrottled until the end (Verify removes the throttle anyway once complete)")
+    # one wrapping row of fixed-width parts: at 900 px the buttons move to the next line instead of being cut to
+    # "Cha…" in a third of a narrow column
+    c = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
+    c.number_input("Replication throttle (MB/s per broker)", min_value=0.001, max_value=1e6, width=260,
+                     value=round(current / 1e6, 3) if current else 10.0, step=1.0, format="%.3f",
+                     key="ra_throttle_mb", disabled=reason is not None,
+                     help="leader/follower.replication.throttled.rate on every broker that moves data, as "
+                          "kafka-reassign-partitions --execute --additional --throttle sets it")
+    c.button("Change throttle", key="ra_throttle_change", icon=":material/speed:", on_click=_change_throttle,
+             args=(ctx, False), disabled=reason is not None, width="content",
+             help=reason or "Recorded in History with the rate it replaces")
+    c.button("Remove throttle", key="ra_throttle_remove", on_click=_change_throttle, args=(ctx, True),
+             disabled=reason is not None or not current, width="content",
+             help=reason or "Run unthrottled until the end (Verify removes the throttle anyway once complete)")
     actions.show(THROTTLE_RESULT, scope="reassign-throttle")
 
 
@@ -135,9 +137,20 @@ def _start_auto(ctx: frame.PageContext) -> None:
 
 
 def _stop_auto(ctx: frame.PageContext) -> None:
+    """on_click: stop the page's loop and say what stays (the rate it last set), as Ctrl-C of the CLI's does."""
+    from core.audit.store import ThrottleLoops
     from core.cluster import auto_throttle as loop
 
-    loop.stop_background(ctx.cluster.name)
+    def work() -> str:
+        mine = loop.background(ctx.cluster.name)
+        if mine is None or not loop.stop_background(ctx.cluster.name):
+            return "No auto-throttle loop of this dashboard runs for this cluster any more."
+        [row] = [r for r in ThrottleLoops(actions.store()).of(ctx.cluster.name) if r.id == mine.loop_id] or [None]
+        rate = f"{format_bytes(row.rate)}/s" if row is not None and row.rate else "the rate in force"
+        return (f"Auto-throttle loop #{mine.loop_id} stopped: the last rate ({rate}) stays in place; Verify removes "
+                "it once the reassignment is complete.")
+
+    actions.run(AUTO_RESULT, work, cfg=ctx.config, action="change the throttle", scope="reassign-auto")
 
 
 def _auto_throttle(ctx: frame.PageContext, running: bool) -> None:
@@ -155,18 +168,20 @@ def _auto_throttle(ctx: frame.PageContext, running: bool) -> None:
         st.caption(f"{icon} {md_text(line)}" + (f" — last decision: {md_text(row.note)}" if row.note else ""))
     mine = loop.background(ctx.cluster.name)
     if mine is not None and mine.thread.is_alive():
+        reason = actions.blocked_reason(ctx.config, "change the throttle")
         st.button("Stop auto-throttle", key="ra_auto_stop", on_click=_stop_auto, args=(ctx,),
-                  help="The last rate stays in place (Verify removes it once the reassignment is complete)")
+                  icon=":material/stop_circle:", disabled=reason is not None,
+                  help=reason or "The last rate stays in place (Verify removes it once the reassignment is complete)")
     elif running and not any(state == ALIVE for _, state, _ in report):
         reason = actions.blocked_reason(ctx.config, "change the throttle")
-        c = st.columns([2, 1], vertical_alignment="bottom")
-        c[0].number_input("Auto-throttle budget (MB/s inbound per receiving broker)", min_value=0.001,
-                          max_value=1e6, value=50.0, step=1.0, format="%.3f", key="ra_auto_mb",
+        c = st.container(horizontal=True, vertical_alignment="bottom", gap="small")  # wraps at 900 px
+        c.number_input("Auto-throttle budget (MB/s inbound per receiving broker)", min_value=0.001, width=380,
+                       max_value=1e6, value=50.0, step=1.0, format="%.3f", key="ra_auto_mb",
                           disabled=reason is not None,
                           help="Every 30 s: throttle = budget − the broker's other inbound (produce, replication), "
                                "within budget/10 and the budget; runs in this dashboard's server process")
-        c[1].button("Start auto-throttle", key="ra_auto_start", on_click=_start_auto, args=(ctx,),
-                    disabled=reason is not None, width="stretch", help=reason or "Recorded in History")
+        c.button("Start auto-throttle", key="ra_auto_start", icon=":material/autorenew:", on_click=_start_auto,
+                 args=(ctx,), disabled=reason is not None, width="content", help=reason or "Recorded in History")
     actions.show(AUTO_RESULT, scope="reassign-auto")
 
 

@@ -117,3 +117,9 @@ def test_liveness_and_the_line_about_a_loop():
            "rate": 1_500_000}
     assert "no longer alive" in describe_loop(row, DEAD, 40) and "1.5 MB/s" in describe_loop(row, DEAD, 40)
     assert describe_loop(row, ALIVE, 3).startswith("auto-throttle active: budget 2.0 MB/s")
+    # a loop that failed says why (the page's loop thread and the CLI's write it on their row)
+    failed = {**row, "ended": "2026-01-01T00:01:00Z", "end_reason": "failed: KafkaError: brokers unreachable: the "
+                                                                   "last rate stays in place (1,500,000 B/s)"}
+    line = describe_loop(failed, DEAD, 40)
+    assert "last beat 40 s ago; its end: failed: KafkaError: brokers unreachable" in line, line
+    assert "the throttle it last set stays in place (last rate 1.5 MB/s)" in line
