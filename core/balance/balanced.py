@@ -53,7 +53,8 @@ def plan(snapshot: ClusterSnapshot, request: PlanRequest) -> PlanResult:
     if request.per_topic_spread:
         plain = _Balancer(scope, replace(request, per_topic_spread=False)).run()
         price = sum(len(set(new).difference(old)) for old, new in zip(scope.current, plain))
-    return finish(scope, after, NAME, request, balancer.warnings, price, balancer.rates_why)
+    return finish(scope, after, NAME, request, balancer.warnings, price, balancer.rates_why,
+                  balancer.rate_loads() if scope.rates is not None else None)
 
 
 class _Balancer(LeaderPhase, TrafficPhase):
@@ -88,7 +89,7 @@ class _Balancer(LeaderPhase, TrafficPhase):
 
         # Current loads. `hosted` may hold stale or repeated entries; _on cleans a broker's list when dirty.
         self.cnt, self.byt, self.wr = [0] * nb, [0] * nb, [0.0] * nb
-        self.rsorted: dict[int, list[tuple[float, int]]] = {}  # broker -> (rate, partition) sorted (traffic.py)
+        self.rsorted: dict[int, tuple[list[float], list[int]]] = {}  # broker -> replicas by rate (traffic.py)
         self.hosted: list[list[int]] = [[] for _ in range(nb)]
         self.dirty = bytearray(nb)
         self.tcount: dict[int, int] = {}  # topic * nb + broker -> replicas
@@ -102,9 +103,13 @@ class _Balancer(LeaderPhase, TrafficPhase):
             if self.size:
                 for b in replicas:
                     self.byt[b] += self.size[p]
-            if self.rate:
+        if self.rate:  # summed in partition order, as rates.max_deviation does: the report reuses these (traffic.py)
+            wr, rate = self.wr, self.rate
+            for p, replicas in enumerate(self.reps):
+                r = rate[p]
                 for b in replicas:
-                    self.wr[b] += self.rate[p]
+                    wr[b] += r
+        self.wr_before = list(self.wr)
 
         # Targets, on the final replication factors: per broker, and per topic and rack (brokers of a rack share a
         # mean, see metrics.replica_means).
@@ -148,8 +153,8 @@ class _Balancer(LeaderPhase, TrafficPhase):
             self.byt[b] += self.size[p]
         if self.rate:
             self.wr[b] += self.rate[p]
-            if b in self.rsorted:  # the rate phase's sorted list, kept up to date (traffic.py)
-                bisect.insort(self.rsorted[b], (self.rate[p], p))
+            if b in self.rsorted:  # the rate phase's sorted lists, kept up to date (traffic.py)
+                self._add_rated(b, p)
         self.hosted[b].append(p)
         self.dirty[b] = 1
         t = self.topic[p]
