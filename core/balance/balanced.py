@@ -87,11 +87,12 @@ class _Balancer(LeaderPhase, TrafficPhase):
         self.moves = 0
         self.budget_hit = False
 
-        # Current loads. `hosted` may hold stale or repeated entries; _on cleans a broker's list when dirty.
+        # Current loads. `hosted` may hold stale or repeated entries, `gone` the ones that left; _on cleans when dirty.
         self.cnt, self.byt, self.wr = [0] * nb, [0] * nb, [0.0] * nb
         self.rsorted: dict[int, tuple[list[float], list[int]]] = {}  # broker -> replicas by rate (traffic.py)
         self.hosted: list[list[int]] = [[] for _ in range(nb)]
         self.dirty = bytearray(nb)
+        self.gone: list[set[int]] = [set() for _ in range(nb)]
         self.tcount: dict[int, int] = {}  # topic * nb + broker -> replicas
         for p, replicas in enumerate(self.reps):
             base = self.topic[p] * nb
@@ -104,11 +105,9 @@ class _Balancer(LeaderPhase, TrafficPhase):
                 for b in replicas:
                     self.byt[b] += self.size[p]
         if self.rate:  # summed in partition order, as rates.max_deviation does: the report reuses these (traffic.py)
-            wr, rate = self.wr, self.rate
-            for p, replicas in enumerate(self.reps):
-                r = rate[p]
+            for replicas, r in zip(self.reps, self.rate):
                 for b in replicas:
-                    wr[b] += r
+                    self.wr[b] += r
         self.wr_before = list(self.wr)
 
         # Targets, on the final replication factors: per broker, and per topic and rack (brokers of a rack share a
@@ -156,6 +155,7 @@ class _Balancer(LeaderPhase, TrafficPhase):
             if b in self.rsorted:  # the rate phase's sorted lists, kept up to date (traffic.py)
                 self._add_rated(b, p)
         self.hosted[b].append(p)
+        self.gone[b].discard(p)
         self.dirty[b] = 1
         t = self.topic[p]
         n = self.tcount.get(t * self.nb + b, 0)
@@ -171,6 +171,7 @@ class _Balancer(LeaderPhase, TrafficPhase):
             self.wr[b] -= self.rate[p]
             if b in self.rsorted:
                 self._drop_rated(b, p)
+        self.gone[b].add(p)
         self.dirty[b] = 1
         t = self.topic[p]
         n = self.tcount[t * self.nb + b] = self.tcount[t * self.nb + b] - 1
@@ -195,9 +196,10 @@ class _Balancer(LeaderPhase, TrafficPhase):
             self.moves += dst not in self.orig[p]
 
     def _on(self, b: int) -> list[int]:
-        """The partitions broker `b` holds now, in index order."""
+        """The partitions broker `b` holds now, in index order (a set difference: reading reps[p] was slow)."""
         if self.dirty[b]:
-            self.hosted[b] = sorted(p for p in set(self.hosted[b]) if b in self.reps[p])
+            self.hosted[b] = sorted(set(self.hosted[b]).difference(self.gone[b]))
+            self.gone[b].clear()
             self.dirty[b] = 0
         return self.hosted[b]
 
