@@ -105,9 +105,10 @@ class _Balancer(LeaderPhase, TrafficPhase):
                 for b in replicas:
                     self.byt[b] += self.size[p]
         if self.rate:  # summed in partition order, as rates.max_deviation does: the report reuses these (traffic.py)
+            wr = self.wr
             for replicas, r in zip(self.reps, self.rate):
                 for b in replicas:
-                    self.wr[b] += r
+                    wr[b] += r
         self.wr_before = list(self.wr)
 
         # Targets, on the final replication factors: per broker, and per topic and rack (brokers of a rack share a
