@@ -137,7 +137,7 @@ def resolve(snapshot: ClusterSnapshot, request: PlanRequest, *, topics_required:
         if not 0 < request.rate_tolerance <= 10:
             raise PlanError(f"the write-rate tolerance must be above 0 (0.1 = 10 %), got {request.rate_tolerance}")
         got = request.partition_rates.get
-        rates = [got(k) for k in keys]
+        rates = list(map(got, keys))
         unrated = rates.count(None)
         rates = [0.0 if r is None else float(r) for r in rates] if unrated else rates
         if unrated:
