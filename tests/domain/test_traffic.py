@@ -186,3 +186,6 @@ def test_the_write_rate_goal_makes_the_same_moves_as_before(case):
              for k in keys]
     load, _ = max_deviation(after, [rates[k] for k in keys], {}, {})
     assert all(math.isclose(a, load.get(b, 0.0), rel_tol=1e-9, abs_tol=1e-3) for b, a in zip(t.brokers, t.after))
+    before = [next(p.replicas for p in snap.topic(k[0]).partitions if p.partition == k[1]) for k in keys]
+    load, _ = max_deviation(before, [rates[k] for k in keys], {}, {})
+    assert t.before == tuple(round(load.get(b, 0.0), 3) for b in t.brokers)  # summed in the same order: equal
