@@ -63,9 +63,9 @@ class TrafficPhase:
 
     def _by_rate(self, b: int) -> tuple[list[float], list[int]]:
         """The replicas on b sorted by (rate, partition), as two parallel lists (rates, partitions): built once,
-        then kept sorted by _place / _unplace. A sort of ints on a float key, not of (rate, id) tuples: ~13,000
-        replicas a broker at 2.8 million, this sort was most of the phase's cost. Stable on the index-ordered
-        list, so equal rates stay in partition order, as the tuples sorted."""
+        then kept sorted by _place / _unplace. A sort of ints on a float key, about twice as fast as one of (rate, id)
+        tuples (~13,000 replicas a broker at 2.8 million); stable on the index-ordered list, so equal rates stay in
+        partition order, as the tuples sorted."""
         if b not in self.rsorted:
             rate = self.rate
             ids = sorted(self._on(b), key=rate.__getitem__)
