@@ -53,7 +53,8 @@ def plan(snapshot: ClusterSnapshot, request: PlanRequest) -> PlanResult:
     if request.per_topic_spread:
         plain = _Balancer(scope, replace(request, per_topic_spread=False)).run()
         price = sum(len(set(new).difference(old)) for old, new in zip(scope.current, plain))
-    return finish(scope, after, NAME, request, balancer.warnings, price, balancer.rates_why)
+    return finish(scope, after, NAME, request, balancer.warnings, price, balancer.rates_why,
+                  balancer.rate_loads() if scope.rates is not None else None)
 
 
 class _Balancer(LeaderPhase, TrafficPhase):
@@ -86,11 +87,12 @@ class _Balancer(LeaderPhase, TrafficPhase):
         self.moves = 0
         self.budget_hit = False
 
-        # Current loads. `hosted` may hold stale or repeated entries; _on cleans a broker's list when dirty.
+        # Current loads. `hosted` may hold stale or repeated entries, `gone` the ones that left; _on cleans when dirty.
         self.cnt, self.byt, self.wr = [0] * nb, [0] * nb, [0.0] * nb
-        self.rsorted: dict[int, list[tuple[float, int]]] = {}  # broker -> (rate, partition) sorted (traffic.py)
+        self.rsorted: dict[int, tuple[list[float], list[int]]] = {}  # broker -> replicas by rate (traffic.py)
         self.hosted: list[list[int]] = [[] for _ in range(nb)]
         self.dirty = bytearray(nb)
+        self.gone: list[set[int]] = [set() for _ in range(nb)]
         self.tcount: dict[int, int] = {}  # topic * nb + broker -> replicas
         for p, replicas in enumerate(self.reps):
             base = self.topic[p] * nb
@@ -102,9 +104,12 @@ class _Balancer(LeaderPhase, TrafficPhase):
             if self.size:
                 for b in replicas:
                     self.byt[b] += self.size[p]
-            if self.rate:
+        if self.rate:  # summed in partition order, as rates.max_deviation does: the report reuses these (traffic.py)
+            wr = self.wr
+            for replicas, r in zip(self.reps, self.rate):
                 for b in replicas:
-                    self.wr[b] += self.rate[p]
+                    wr[b] += r
+        self.wr_before = list(self.wr)
 
         # Targets, on the final replication factors: per broker, and per topic and rack (brokers of a rack share a
         # mean, see metrics.replica_means).
@@ -148,9 +153,10 @@ class _Balancer(LeaderPhase, TrafficPhase):
             self.byt[b] += self.size[p]
         if self.rate:
             self.wr[b] += self.rate[p]
-            if b in self.rsorted:  # the rate phase's sorted list, kept up to date (traffic.py)
-                bisect.insort(self.rsorted[b], (self.rate[p], p))
+            if b in self.rsorted:  # the rate phase's sorted lists, kept up to date (traffic.py)
+                self._add_rated(b, p)
         self.hosted[b].append(p)
+        self.gone[b].discard(p)
         self.dirty[b] = 1
         t = self.topic[p]
         n = self.tcount.get(t * self.nb + b, 0)
@@ -166,6 +172,7 @@ class _Balancer(LeaderPhase, TrafficPhase):
             self.wr[b] -= self.rate[p]
             if b in self.rsorted:
                 self._drop_rated(b, p)
+        self.gone[b].add(p)
         self.dirty[b] = 1
         t = self.topic[p]
         n = self.tcount[t * self.nb + b] = self.tcount[t * self.nb + b] - 1
@@ -190,9 +197,10 @@ class _Balancer(LeaderPhase, TrafficPhase):
             self.moves += dst not in self.orig[p]
 
     def _on(self, b: int) -> list[int]:
-        """The partitions broker `b` holds now, in index order."""
+        """The partitions broker `b` holds now, in index order (a set difference: reading reps[p] was slow)."""
         if self.dirty[b]:
-            self.hosted[b] = sorted(p for p in set(self.hosted[b]) if b in self.reps[p])
+            self.hosted[b] = sorted(set(self.hosted[b]).difference(self.gone[b]))
+            self.gone[b].clear()
             self.dirty[b] = 0
         return self.hosted[b]
 

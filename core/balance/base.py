@@ -137,7 +137,7 @@ def resolve(snapshot: ClusterSnapshot, request: PlanRequest, *, topics_required:
         if not 0 < request.rate_tolerance <= 10:
             raise PlanError(f"the write-rate tolerance must be above 0 (0.1 = 10 %), got {request.rate_tolerance}")
         got = request.partition_rates.get
-        rates = [got(k) for k in keys]
+        rates = list(map(got, keys))
         unrated = rates.count(None)
         rates = [0.0 if r is None else float(r) for r in rates] if unrated else rates
         if unrated:
@@ -173,8 +173,9 @@ def _pinned(snapshot: ClusterSnapshot, request: PlanRequest, current: list[tuple
 
 def finish(scope: Scope, after: list[tuple[int, ...]], strategy: str, request: PlanRequest,
            warnings: list[str], moves_without_topic_spread: int | None = None,
-           rates_why: str | None = None) -> PlanResult:
-    """Score `after` against the scope and package it."""
+           rates_why: str | None = None,
+           rate_loads: tuple[dict[int, float], dict[int, float]] | None = None) -> PlanResult:
+    """Score `after` against the scope and package it (`rate_loads`: see rates.traffic_report)."""
     # Replicas left on pinned (down, not drained) brokers are not the targets' to share.
     live_after = [scope.live_replicas(r) for r in after] if scope.pinned else after
     rf_counts: dict[int, int] = {}
@@ -191,7 +192,7 @@ def finish(scope: Scope, after: list[tuple[int, ...]], strategy: str, request: P
     if scope.rates is not None:
         metrics = replace(metrics, traffic=traffic_report(
             scope.current, after, scope.rates, means, scope.rack_of, request.rate_tolerance,
-            rates_why or "this strategy does not balance write rates", scope.unrated))
+            rates_why or "this strategy does not balance write rates", scope.unrated, rate_loads))
     proposed = {k: new for k, old, new in zip(scope.keys, scope.current, after) if old != new}
     rollback = {k: old for k, old, new in zip(scope.keys, scope.current, after) if old != new}
     waves = None

@@ -47,31 +47,47 @@ class TrafficPhase:
         tol = self.request.rate_tolerance
         stuck: set[int] = set()
         for _ in range(20 * self.nt):
+            dev = [self._rate_dev(b) for b in range(self.nt)]  # once per round: the sort below reads it ~nt times
             live = [b for b in range(self.nt) if b not in stuck]
             if not live:
                 break
-            x = max(live, key=lambda b: (abs(self._rate_dev(b)), -b))
-            if abs(self._rate_dev(x)) <= tol or not self._may_move():
+            x = max(live, key=lambda b: (abs(dev[b]), -b))
+            if abs(dev[x]) <= tol or not self._may_move():
                 break
-            hot = self._rate_dev(x) > 0
-            rank = sorted((b for b in range(self.nt) if b != x),
-                          key=lambda b: (self._rate_dev(b) if hot else -self._rate_dev(b), b))
+            hot = dev[x] > 0
+            rank = sorted((b for b in range(self.nt) if b != x), key=lambda b: (dev[b] if hot else -dev[b], b))
             partners = ([b for b in rank if self.rack[b] == self.rack[x]][:4]
                         + [b for b in rank if self.rack[b] != self.rack[x]][:4])
             if not any(self._shift_rate(x, y) if hot else self._shift_rate(y, x) for y in partners):
                 stuck.add(x)
 
-    def _by_rate(self, b: int) -> list[tuple[float, int]]:
-        """(rate, partition) of the replicas on b, sorted: built once, then kept sorted by _place / _unplace."""
+    def _by_rate(self, b: int) -> tuple[list[float], list[int]]:
+        """The replicas on b sorted by (rate, partition), as two parallel lists (rates, partitions): built once,
+        then kept sorted by _place / _unplace. A sort of ints on a float key, about twice as fast as one of (rate, id)
+        tuples (~13,000 replicas a broker at 2.8 million); stable on the index-ordered list, so equal rates stay in
+        partition order, as the tuples sorted."""
         if b not in self.rsorted:
-            self.rsorted[b] = sorted((self.rate[p], p) for p in self._on(b))
+            rate = self.rate
+            ids = sorted(self._on(b), key=rate.__getitem__)
+            self.rsorted[b] = ([rate[p] for p in ids], ids)
         return self.rsorted[b]
 
+    def _add_rated(self, b: int, p: int) -> None:
+        rates, ids = self.rsorted[b]
+        r = self.rate[p]
+        lo = bisect.bisect_left(rates, r)
+        i = bisect.bisect_left(ids, p, lo, bisect.bisect_right(rates, r, lo))  # equal rates in partition order
+        rates.insert(i, r)
+        ids.insert(i, p)
+
     def _drop_rated(self, b: int, p: int) -> None:
-        pairs = self.rsorted[b]
-        i = bisect.bisect_left(pairs, (self.rate[p], p))
-        if i < len(pairs) and pairs[i][1] == p:
-            del pairs[i]
+        rates, ids = self.rsorted[b]
+        r = self.rate[p]
+        lo = bisect.bisect_left(rates, r)
+        hi = bisect.bisect_right(rates, r, lo)
+        i = bisect.bisect_left(ids, p, lo, hi)
+        if i < hi and ids[i] == p:
+            del rates[i], ids[i]
 
     def _bytes_ok(self, src: int, dst: int, delta: int) -> bool:
         """Moving `delta` bytes from src to dst keeps each within the byte tolerance, or no further out."""
@@ -101,10 +117,10 @@ class TrafficPhase:
                 if self._movable(p, src, dst) and self._bytes_ok(src, dst, size[p] if size else 0):
                     self._move(p, src, dst)
                     return True
-        back = self._by_rate(dst)
+        back_rates, back = self._by_rate(dst)
         step = max(1, len(back) // _SWAP_PARTNERS)
         best = None
-        for rate_q, q in back[::step]:
+        for rate_q, q in zip(back_rates[::step], back[::step]):
             if not self._movable(q, dst, src):
                 continue
             for p in _near(out, rate_q + want, rate_q, rate_q + 2 * want):
@@ -118,6 +134,15 @@ class TrafficPhase:
         self._move(best[1], src, dst)
         self._move(best[2], dst, src)
         return True
+
+    def rate_loads(self) -> tuple[dict[int, float], dict[int, float]]:
+        """Bytes/s per broker id before and after, for the report (rates.traffic_report): the same sums as a pass
+        over every replica would give, before (summed in the same order), after up to rounding (kept by _place /
+        _unplace); a broker left with no replica writes 0 exactly."""
+        before = {self.ids[b]: w for b, w in enumerate(self.wr_before)}
+        after = {self.ids[b]: (w if w > 0 and self.cnt[b] else 0.0) for b, w in enumerate(self.wr)
+                 if b < self.nt or self.cnt[b]}
+        return before, after
 
     def _explain_rates(self) -> None:
         tol = self.request.rate_tolerance
@@ -142,20 +167,22 @@ class TrafficPhase:
         self.warnings.append(f"{len(far)} broker(s) more than {tol:.0%} from their write-rate target; {why}")
 
 
-def _near(pairs: list[tuple[float, int]], want: float, low: float, high: float) -> Iterator[int]:
-    """In (rate, id) pairs sorted by rate, ids with a rate strictly between low and high, nearest `want` first
+def _near(pairs: tuple[list[float], list[int]], want: float, low: float, high: float) -> Iterator[int]:
+    """In (rates, ids) sorted by rate (then id), ids with a rate strictly between low and high, nearest `want` first
     (at most _TRIES)."""
-    i = bisect.bisect_left(pairs, (want, -1))
+    rates, ids = pairs
+    end = len(rates)
+    i = bisect.bisect_left(rates, want)
     j, n = i - 1, 0
-    while n < _TRIES and (j >= 0 or i < len(pairs)):
-        if i < len(pairs) and (j < 0 or pairs[i][0] - want <= want - pairs[j][0]):
-            rate, p = pairs[i]
+    while n < _TRIES and (j >= 0 or i < end):
+        if i < end and (j < 0 or rates[i] - want <= want - rates[j]):
+            rate, p = rates[i], ids[i]
             i += 1
             if rate >= high:
-                i = len(pairs)
+                i = end
                 continue
         else:
-            rate, p = pairs[j]
+            rate, p = rates[j], ids[j]
             j -= 1
             if rate <= low:
                 j = -1

@@ -19,7 +19,7 @@ import sys
 
 from core.cli.argtypes import WAIT, id_list, seconds, whole
 from core.cli.common import UsageError
-from core.errors import ValidationError
+from core.errors import KeelError, ValidationError
 
 
 def _ids(text: str | None, what: str) -> tuple[int, ...] | None:
@@ -347,14 +347,17 @@ def _save_samples(path: str, samples, cluster: str) -> None:
     os.replace(tmp, path)  # a watcher killed mid-write leaves the previous file whole
 
 
-def _print_status(p, *, as_json: bool, watching: bool) -> None:
+def _print_status(p, *, as_json: bool, watching: bool, loops: list[dict] = ()) -> None:
     import time
 
     from core.reassign_progress import format_bytes, format_seconds, line
 
+    for loop in loops:  # stderr: stdout keeps one line (or JSON object) per interval for scripts reading --watch
+        print(f"note: {loop['note']}", file=sys.stderr, flush=True)
     if as_json:
-        print(json.dumps(p.to_dict(), separators=(",", ":") if watching else (", ", ": "),
-                         indent=None if watching else 2), flush=True)
+        print(json.dumps({**p.to_dict(), "auto_throttle_loops": list(loops)},
+                         separators=(",", ":") if watching else (", ", ": "), indent=None if watching else 2),
+              flush=True)
         return
     if not p.partitions:
         print(f"{time.strftime('%H:%M:%S', time.localtime(p.at))}  No reassignment is running.", flush=True)
@@ -411,28 +414,27 @@ def cmd_status(args: argparse.Namespace) -> int:
             if p.rate is None and p.running:  # one sample gives no rate: a second a few seconds later does
                 time.sleep(MEASURE_SECONDS)
                 p = measure()
-            _print_status(p, as_json=args.json, watching=False)
-            _loop_notes(args)
+            _print_status(p, as_json=args.json, watching=False, loops=_loops(args))
             return 0
         while True:
-            _print_status(p, as_json=args.json, watching=True)
+            _print_status(p, as_json=args.json, watching=True, loops=_loops(args))
             if not p.running:
                 return 0
             time.sleep(args.watch)
             p = measure()
 
 
-def _loop_notes(args: argparse.Namespace) -> None:
-    """The auto-throttle loops of this cluster (alive, or dead with the rate they left), from the action history."""
+def _loops(args: argparse.Namespace) -> list[dict]:
+    """This cluster's auto-throttle loops (alive, or dead with the rate left) from History, every --watch interval."""
     from core.audit.store import Store
-    from core.cli.auto_throttle import loop_notes
     from core.cli.common import cluster_name
-    from core.errors import KeelError
+    from core.cluster import auto_throttle as loop
 
     try:
-        loop_notes(Store(args.store), cluster_name(args))
+        return [{"id": row.id, "pid": row.pid, "host": row.host, "state": state, "note": note}
+                for row, state, note in loop.loops_report(Store(args.store), cluster_name(args))]
     except KeelError as e:  # a status without a readable history still shows the bytes
-        print(f"note: the auto-throttle loops could not be read: {e}", file=sys.stderr)
+        return [{"id": None, "state": "unknown", "note": f"the auto-throttle loops could not be read: {e}"}]
 
 
 def cmd_throttle(args: argparse.Namespace) -> int:

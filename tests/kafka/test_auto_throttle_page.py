@@ -7,6 +7,8 @@ its row."""
 
 from __future__ import annotations
 
+import json
+
 import os
 import signal
 import subprocess
@@ -93,6 +95,9 @@ def test_the_page_follows_a_cli_loop_and_the_cli_follows_the_pages(page_env: Rea
         code, out, err = _run(kafka, "status", "--json")
         assert code == 0, err
         assert "note: auto-throttle active: budget 200.0 KB/s" in err and f"pid {os.getpid()}" in err, err
+        listed = json.loads(out)["auto_throttle_loops"]  # in the JSON too (beside part (a)'s dead one)
+        [mine] = [x for x in listed if x["pid"] == os.getpid()]
+        assert mine["state"] == "alive" and "budget 200.0 KB/s" in mine["note"], listed
         code, out, err = _run(kafka, "verify", "--reassignment-json-file", plan)
         assert code == 3, out + err  # still running
         assert "note: auto-throttle active: budget 200.0 KB/s" in err, err

@@ -28,9 +28,9 @@ COOL = {0: [1, 2], 1: [2, 1]}
 SAMPLE_SECONDS = 10
 
 
-def _produce(kafka: RealKafka, topic: str, partitions: int, rate: int, stop: threading.Event) -> None:
+def _produce(bootstrap: str, topic: str, partitions: int, rate: int, stop: threading.Event) -> None:
     """`rate` B/s into `topic`, round-robin over its partitions, one MESSAGE at a time on a fixed schedule."""
-    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks=1, linger_ms=0, compression_type=None)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0, compression_type=None)
     value, every, start, n = os.urandom(MESSAGE), MESSAGE / rate, time.monotonic(), 0
     try:
         while not stop.is_set():
@@ -49,7 +49,7 @@ def test_measured_write_rates_and_the_hot_topic_spread(healthy: RealKafka, tmp_p
     create_topic(kafka, hot, HOT)
     create_topic(kafka, cool, COOL)
     stop = threading.Event()
-    threads = [threading.Thread(target=_produce, args=(kafka, t, len(a), r, stop), daemon=True)
+    threads = [threading.Thread(target=_produce, args=(kafka.bootstrap, t, len(a), r, stop), daemon=True)
                for t, a, r in ((hot, HOT, HOT_RATE), (cool, COOL, COOL_RATE))]
     for t in threads:
         t.start()
@@ -105,7 +105,7 @@ def test_the_reassign_page_measures_write_rates_and_shows_bytes_in_per_broker(he
     monkeypatch.setenv("KEEL_STORE", str(tmp_path / "keel.sqlite"))
     st.cache_resource.clear()
     stop = threading.Event()
-    thread = threading.Thread(target=_produce, args=(kafka, hot, len(HOT), HOT_RATE, stop), daemon=True)
+    thread = threading.Thread(target=_produce, args=(kafka.bootstrap, hot, len(HOT), HOT_RATE, stop), daemon=True)
     thread.start()
     try:
         at = app().run()
