@@ -58,12 +58,16 @@ class Producer(threading.Thread):
         from kafka import KafkaProducer
 
         producer = KafkaProducer(bootstrap_servers=self.kafka.bootstrap, acks=1, linger_ms=5)
-        value, sent, t0 = os.urandom(10_000), 0, time.monotonic()
+        # a token bucket holding at most 0.25 s of bytes: after a stall (a loaded machine) the producer does not
+        # catch up in a burst, which a 2 s measurement would read as up to twice the rate (seen in CI)
+        value, allowance, last = os.urandom(10_000), 0.0, time.monotonic()
         try:
             while not self.stop.is_set():
-                if sent < PRODUCE * (time.monotonic() - t0):
+                now = time.monotonic()
+                allowance, last = min(allowance + PRODUCE * (now - last), PRODUCE * 0.25), now
+                if allowance >= len(value):
                     producer.send(self.topic, value, partition=0)
-                    sent += len(value)
+                    allowance -= len(value)
                 else:
                     time.sleep(0.005)
         finally:
@@ -112,7 +116,8 @@ def test_auto_throttle_keeps_the_copy_within_the_budget_survives_a_kill_and_fini
         # the loop changes the throttle from the starting rate after its second measurement
         change = eventually(lambda: _changed_from(store, START, loop), timeout=20)
         set_rate = change.payload["throttle"]
-        assert BUDGET - PRODUCE - 150_000 <= set_rate <= BUDGET - PRODUCE + 50_000, change.summary
+        # budget minus the producer's inbound; a producer slowed by a loaded machine writes less, never more
+        assert BUDGET - PRODUCE - 150_000 <= set_rate <= BUDGET - PRODUCE // 2 + 50_000, change.summary
         # the copy into broker 3 sampled from 1 s after the change over 5 s: within the headroom
         time.sleep(1.0)
         samples = ()

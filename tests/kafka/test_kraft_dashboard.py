@@ -246,5 +246,12 @@ def test_every_page_draws_a_kraft_cluster_without_an_error(kraft_app: KraftClust
     for page in PAGES:
         at = _run(page)
         assert not at.exception, (page, at.exception)
-        assert not at.error, (page, [e.value for e in at.error])
+        errors = [e.value for e in at.error]
+        if page == "views/restart.py" and errors and "cannot stay available in any order" in errors[0]:
+            # a verdict on the shared cluster, not a drawing error: other tests leave single-replica topics there
+            with KafkaAdmin(kraft_app.bootstrap_servers, timeout=20) as admin:
+                assert any(len(p["replica_nodes"]) == 1 or len(p["isr_nodes"]) == 1
+                           for t in admin.topic_partitions(admin.topic_names()) for p in t["partitions"]), errors
+            errors = errors[1:]
+        assert not errors, (page, errors)
         assert "ZooKeeper unreachable" not in _text(at), page
