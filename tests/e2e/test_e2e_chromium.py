@@ -97,12 +97,17 @@ def type_until(driver, selector: str, text: str, shown, timeout: float, what: st
         box = wait_for(lambda: driver.find_elements("css selector", selector), 45, what)[0]
         box.send_keys(Keys.CONTROL, "a")
         box.send_keys(text)
+        typed, committed = time.monotonic(), False
         while time.monotonic() < deadline:
             if shown():
                 return
             fields = driver.find_elements("css selector", selector)
             if not fields or fields[0].get_attribute("value") != text:
                 break  # remounted: type again
+            if not committed and time.monotonic() - typed > 10:
+                # the keys are there but no rerun took them (its message lost under load): Enter sends the value
+                fields[0].send_keys(Keys.ENTER)
+                committed = True
             time.sleep(0.25)
         else:
             break
