@@ -451,9 +451,8 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
     def topic_partitions(self, topics: Sequence[str], *, page: int = 2000) -> list[dict]:
         """Every partition of `topics` as the brokers describe it: one dict per topic ("name", "topic_id",
         "partitions": [{"partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes",
-        "offline_replicas", "eligible_leader_replicas"?}]). Through DescribeTopicPartitions (KIP-966, Kafka 3.7+
-        in KRaft mode) in pages of `page` partitions, so 100,000 partitions never come back in one response;
-        through Metadata where brokers do not have it (ZooKeeper mode)."""
+        "offline_replicas", "eligible_leader_replicas"?}]). Through DescribeTopicPartitions (KIP-966, Kafka 3.7+ in
+        KRaft mode) in pages of `page` partitions; through Metadata where brokers do not have it (ZooKeeper mode)."""
         names = list(topics)
         if not names:
             return []
@@ -467,6 +466,8 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
                     for t in answer["topics"]:
                         seen = by_name.setdefault(t["name"], {**t, "partitions": []})
                         seen["partitions"].extend(t["partitions"])
+                        if int(t.get("error_code") or 0):  # a later page from a broker that lags: not all of it
+                            seen["error_code"] = t["error_code"]
                     cursor = answer.get("next_cursor")
                     if not cursor:
                         break
