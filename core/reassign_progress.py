@@ -160,6 +160,18 @@ def _keys(s: Sample) -> set[TopicPartition]:
 # --- progress ----------------------------------------------------------------------------------------------------
 
 
+class _Share:
+    """`remaining` and `fraction` of what has `copied` and `total` bytes (a partition, a broker, the whole run)."""
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.copied
+
+    @property
+    def fraction(self) -> float:
+        return self.copied / self.total if self.total else 1.0
+
+
 @dataclass(frozen=True)
 class ReplicaProgress:
     broker: int
@@ -167,7 +179,7 @@ class ReplicaProgress:
 
 
 @dataclass(frozen=True)
-class PartitionProgress:
+class PartitionProgress(_Share):
     topic: str
     partition: int
     leader: int | None
@@ -184,14 +196,6 @@ class PartitionProgress:
     def total(self) -> int:
         return self.leader_bytes * len(self.replicas)
 
-    @property
-    def remaining(self) -> int:
-        return self.total - self.copied
-
-    @property
-    def fraction(self) -> float:
-        return self.copied / self.total if self.total else 1.0
-
     def to_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
                 "leader_bytes": self.leader_bytes, "copied": self.copied, "total": self.total,
@@ -201,7 +205,7 @@ class PartitionProgress:
 
 
 @dataclass(frozen=True)
-class BrokerProgress:
+class BrokerProgress(_Share):
     """What one target broker receives: its adding replicas."""
 
     broker: int
@@ -210,21 +214,13 @@ class BrokerProgress:
     total: int
     rate: float | None
 
-    @property
-    def remaining(self) -> int:
-        return self.total - self.copied
-
-    @property
-    def fraction(self) -> float:
-        return self.copied / self.total if self.total else 1.0
-
     def to_dict(self) -> dict:
         return {"broker": self.broker, "partitions": self.partitions, "copied": self.copied, "total": self.total,
                 "remaining": self.remaining, "percent": round(100 * self.fraction, 2), "rate": _round(self.rate)}
 
 
 @dataclass(frozen=True)
-class Progress:
+class Progress(_Share):
     at: float  # the newest sample's time
     partitions: tuple[PartitionProgress, ...]  # the slowest (least copied) first
     brokers: tuple[BrokerProgress, ...]
@@ -242,14 +238,6 @@ class Progress:
     @property
     def total(self) -> int:
         return sum(p.total for p in self.partitions)
-
-    @property
-    def remaining(self) -> int:
-        return self.total - self.copied
-
-    @property
-    def fraction(self) -> float:
-        return self.copied / self.total if self.total else 1.0
 
     @property
     def running(self) -> int:
