@@ -20,24 +20,21 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import re
-import ssl
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import kafka.errors as kerrors
 from kafka import TopicPartition as _TP
-from kafka.admin import ConfigResource, ConfigResourceType, ConfigSourceType, KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, ConfigSourceType
 from kafka.admin import AlterConfigOp  # the reassignment writes
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest as _AlterReassignments
 
 from core.errors import KeelError
+from core.kafka.admin_client import AUTH_HINT, CAUSES, AdminClient, is_auth_failure, is_tls_failure, security_kwargs
 from core.kafka.bootstrap import parse_bootstrap
-from core.kafka.client_config import ClientConfigError, KafkaClientSecurity
+from core.kafka.client_config import KafkaClientSecurity
 from core.kafka.logdirs import LogDir, LogDirs, Replica
 from core.kafka.write_requests import WriteRequests
 
@@ -86,25 +83,6 @@ class Reassigning:
         return tuple(b for b in self.replicas if b not in set(self.removing))
 
 
-class _Client(KafkaAdminClient):
-    """KafkaAdminClient that releases its I/O thread, sockets and metrics when connecting fails."""
-
-    def __init__(self, **configs):
-        try:
-            super().__init__(**configs)
-        except BaseException:
-            for name in ("_client", "_metrics"):
-                part = getattr(self, name, None)
-                if part is not None:
-                    with contextlib.suppress(Exception):
-                        part.close()
-            net = getattr(self, "_net", None)
-            if net is not None:
-                with contextlib.suppress(Exception):
-                    net.stop()
-            raise
-
-
 def _name(error) -> str:
     cls = error if isinstance(error, type) else type(error)
     return cls.__name__
@@ -117,39 +95,6 @@ def _describe(error) -> str:
     if not isinstance(error, type) and str(error) and not text:
         text = str(error)
     return f"{cls.__name__}: {text}" if text else cls.__name__
-
-
-def _ssl_context(security: KafkaClientSecurity) -> ssl.SSLContext:
-    """The TLS settings of `security` as Kafka's clients apply them (system CAs unless a truststore is given)."""
-    where = security.source
-    try:
-        context = ssl.create_default_context(cafile=security.ca_file, cadata=security.ca_pem)
-    except (ssl.SSLError, ValueError, OSError) as e:
-        raise ClientConfigError(f"{where}: the truststore holds no PEM CA certificate Keel can read ({e})",
-                                hint="ssl.truststore.location names a file with -----BEGIN CERTIFICATE----- "
-                                     "blocks: the CAs that signed the brokers' certificates") from None
-    context.check_hostname = security.check_hostname
-    if security.cert_file:
-        try:
-            context.load_cert_chain(security.cert_file, password=security.key_password)
-        except (ssl.SSLError, ValueError, OSError) as e:
-            raise ClientConfigError(
-                f"{where}: ssl.keystore.location holds no private key and certificate Keel can use ({e})",
-                hint="one PEM file with the private key and its certificate chain; ssl.key.password must open "
-                     "the key when it is encrypted") from None
-    return context
-
-
-def _security_kwargs(security: KafkaClientSecurity | None) -> dict:
-    if security is None:
-        return {}
-    kw: dict = {"security_protocol": security.protocol}
-    if security.uses_sasl:
-        kw.update(sasl_mechanism=security.mechanism, sasl_plain_username=security.username,
-                  sasl_plain_password=security.password)
-    if security.uses_ssl:
-        kw["ssl_context"] = _ssl_context(security)
-    return kw
 
 
 _client_ids = itertools.count(1)
@@ -171,11 +116,11 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
         ms = int(self.timeout * 1000)
         self._closed = False
         # Numbered like Kafka's own "adminclient-N": the client's I/O thread carries the id, which is how the
-        # connection failures it logs are told apart from other clients' (_CAUSES).
+        # connection failures it logs are told apart from other clients' (core.kafka.admin_client.CAUSES).
         self.client_id = client_id or f"keel-admin-{next(_client_ids)}"
-        options = _security_kwargs(security)
+        options = security_kwargs(security)
         with self._translate("connect"):
-            self._admin = _Client(bootstrap_servers=list(self.servers), client_id=self.client_id,
+            self._admin = AdminClient(bootstrap_servers=list(self.servers), client_id=self.client_id,
                                   request_timeout_ms=ms, bootstrap_timeout_ms=ms, reconnect_backoff_max_ms=1000,
                                   connections_max_idle_ms=max(ms * 3, 60_000), **options)
 
@@ -212,14 +157,14 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
             raise
         except (kerrors.SaslAuthenticationFailedError, kerrors.UnsupportedSaslMechanismError) as e:
             raise KafkaAdminError(f"could not {what}: the brokers of {self.bootstrap} refused Keel's credentials "
-                                  f"({_describe(e)})", hint=_AUTH_HINT) from None
+                                  f"({_describe(e)})", hint=AUTH_HINT) from None
         except (kerrors.KafkaTimeoutError, kerrors.NodeNotReadyError, kerrors.KafkaConnectionError,
                 kerrors.RequestTimedOutError, TimeoutError, ConnectionError) as e:
-            cause = _CAUSES.last(self.client_id)
-            if cause is not None and _is_auth_failure(cause):
+            cause = CAUSES.last(self.client_id)
+            if cause is not None and is_auth_failure(cause):
                 raise KafkaAdminError(f"could not {what}: the brokers of {self.bootstrap} refused Keel's "
-                                      f"credentials ({cause})", hint=_AUTH_HINT) from None
-            if cause is not None and _is_tls_failure(cause):
+                                      f"credentials ({cause})", hint=AUTH_HINT) from None
+            if cause is not None and is_tls_failure(cause):
                 raise KafkaAdminError(
                     f"could not {what}: no TLS connection to {self.bootstrap} ({cause})",
                     hint="check security.protocol (SSL / SASL_SSL only where the listener speaks TLS), "
@@ -365,7 +310,7 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
         wanted = {(str(t), int(p)): [int(b) for b in r] for (t, p), r in targets.items()}
         if not wanted:
             return {}
-        request = _AlterReassignments(timeout_ms=int(self.timeout * 1000), topics=_Client.
+        request = _AlterReassignments(timeout_ms=int(self.timeout * 1000), topics=AdminClient.
                                       _process_alter_partition_reassignments_input({_TP(*k): r for k, r in wanted.items()}))
         with self._translate("start the reassignment"):
             response = self._to_controller(lambda: self._admin._manager.run(
@@ -411,15 +356,21 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
         manager = self._admin._manager
         keys = list(names) if names else None
 
+        def send(b: int) -> object:
+            request = AdminClient._describe_configs_request(
+                [ConfigResource(ConfigResourceType.BROKER, str(b), keys)], include_synonyms=True)
+            try:
+                return manager.send(request, node_id=b)
+            except Exception as e:  # not in the metadata (UnknownBrokerIdError), not ready
+                return e
+
         async def ask() -> dict[int, object]:
-            pending: dict[int, object] = {}
-            for b in ids:
-                request = _Client._describe_configs_request(
-                    [ConfigResource(ConfigResourceType.BROKER, str(b), keys)], include_synonyms=True)
-                try:
-                    pending[b] = manager.send(request, node_id=b)
-                except Exception as e:  # not in the metadata (UnknownBrokerIdError), not ready
-                    pending[b] = e
+            pending = {b: send(b) for b in ids}
+            unknown = [b for b, sent in pending.items() if isinstance(sent, kerrors.UnknownBrokerIdError)]
+            if unknown:  # the client's metadata predates the broker (it registered or came back since): once more
+                with contextlib.suppress(Exception):
+                    await manager.cluster.refresh_metadata()
+                pending.update({b: send(b) for b in unknown})
             answers: dict[int, object] = {}
             for b, sent in pending.items():
                 if isinstance(sent, Exception):
@@ -537,64 +488,3 @@ def _broker_answer(broker: int, answer: object) -> dict[str, BrokerConfig] | str
 def connect(bootstrap: str | Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
             security: KafkaClientSecurity | None = None) -> KafkaAdmin:
     return KafkaAdmin(bootstrap, timeout=timeout, security=security)
-
-
-# --- why a connection failed --------------------------------------------------------------------------------
-
-_AUTH_HINT = ("check the username and password in sasl.jaas.config and sasl.mechanism (--command-config, or "
-              "command_config in keel.toml), and that the user exists on the brokers (kafka-configs "
-              "--describe --entity-type users for SCRAM)")
-
-
-def _is_auth_failure(cause: str) -> bool:
-    return "SaslAuthenticationFailed" in cause or "Authentication failed" in cause or "UnsupportedSaslMechanism" in cause
-
-
-def _is_tls_failure(cause: str) -> bool:
-    return "Handshake failed" in cause or "SSL" in cause or "CERTIFICATE" in cause
-
-
-class _ConnectionCauses(logging.Handler):
-    """kafka-python reports a bootstrap timeout without its cause (bad password, untrusted certificate); the cause
-    is only logged, from the client's I/O thread (`kafka-io-<client id>`). Keep the recent ones per client."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self._lock = threading.Lock()
-        self._by_thread: dict[str, deque[str]] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if not message.startswith(("Bootstrap connection to", "Connection failed")):
-            return
-        cause = message.split(" failed: ", 1)[-1].rsplit(" (backoff", 1)[0]
-        # "[Error 58] SaslAuthenticationFailedError: SaslAuthenticationFailedError: Authentication failed: ..."
-        cause = re.sub(r"^\[Error \d+\] (\w+): \1: ", r"\1: ", cause)
-        with self._lock:
-            if len(self._by_thread) > 256:  # clients that never failed to time out; forget the oldest
-                self._by_thread.pop(next(iter(self._by_thread)))
-            # every attempt of a bootstrap timeout (about 7 in 5 s, 1 s backoff at most): a broker that refuses
-            # credentials answers some attempts with the error and drops others ("socket disconnected"), so the
-            # refusal may be well before the last few (measured on 3.9.1 and 2.8.2)
-            self._by_thread.setdefault(record.threadName, deque(maxlen=64)).append(cause)
-
-    def last(self, client_id: str) -> str | None:
-        """The most telling recent cause for this client: an authentication or TLS failure over a disconnect."""
-        with self._lock:
-            causes = list(self._by_thread.pop(f"kafka-io-{client_id}", ()))
-        for cause in reversed(causes):
-            if _is_auth_failure(cause) or _is_tls_failure(cause):
-                return cause
-        return causes[-1] if causes else None
-
-
-_CAUSES = _ConnectionCauses()
-_manager_log = logging.getLogger("kafka.net.manager")
-_manager_log.addHandler(_CAUSES)
-# kafka-python logs connection failures at ERROR/WARNING ("Unable to bootstrap", "Node ... not ready") before the
-# exception Keel translates; Keel reports it once, in its own words. (Only when nobody configured the "kafka"
-# logger; the connection manager still logs its warnings to _CAUSES alone.)
-if logging.getLogger("kafka").level == logging.NOTSET:
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    _manager_log.setLevel(logging.WARNING)
-    _manager_log.propagate = False

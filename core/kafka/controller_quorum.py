@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import kafka.errors as kerrors
 
-from core.kafka.admin import KafkaAdminError, _describe, _security_kwargs
+from core.kafka.admin import KafkaAdminError, _describe
+from core.kafka.admin_client import security_kwargs
 from core.kafka.bootstrap import parse_bootstrap
 from core.kafka.client_config import KafkaClientSecurity
 from core.kafka.metadata import quorum_of
@@ -47,7 +48,7 @@ def _client(servers: Sequence[str], security: KafkaClientSecurity | None, ms: in
 
     return KafkaNetClient(bootstrap_servers=list(servers), client_id=f"keel-quorum-{next(_ids)}",
                           request_timeout_ms=ms, socket_connection_setup_timeout_ms=ms,
-                          reconnect_backoff_max_ms=1000, **_security_kwargs(security))
+                          reconnect_backoff_max_ms=1000, **security_kwargs(security))
 
 
 def _ask(servers: Sequence[str], security: KafkaClientSecurity | None, timeout: float) -> tuple[dict, str]:
