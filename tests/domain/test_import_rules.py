@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("core", "dashboard", "sandbox")
-PURE_PACKAGES = ("core.balance", "core.topics")  # beside every module at the root of core
+PURE_PACKAGES = ("core.balance", "core.topics", "core.security")  # beside every module at the root of core
 # The packages that reach the outside world (a pure module imports none of them, even their pure helpers such as
 # core.kafka.bootstrap: the path says what a module may do). core.policy holds keel.toml's reader (config), the
 # roles (access) and the write gate, which imports core.zk.settings and the audit store.
