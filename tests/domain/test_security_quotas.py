@@ -156,3 +156,11 @@ def test_describe_text_is_kafkas_lines_and_round_trips():
         assert set(text.splitlines()) == kafka_lines
     assert q.describe_text([Quota(E("x", None), {})]) == ""
     assert "SCRAM" not in q.describe_text([Quota(E("alice", None), {"SCRAM-SHA-256": 1.0, P: 1.0})])
+
+
+def test_describe_text_round_trips_names_with_commas_and_equals():
+    # an SSL principal's name ("CN=alice,OU=ops") is a quota user as it is; ConfigCommand quotes it
+    quotas = (Quota(E("CN=alice,OU=ops", "app-1"), {P: 2048.0}), Quota(E(None, "c=1,2"), {"request_percentage": 1.5}))
+    text = q.describe_text(quotas)
+    assert "Quota configs for user-principal 'CN=alice,OU=ops', client-id 'app-1' are producer_byte_rate=2048.0" in text
+    assert _as_set(q.parse_describe_text(text)) == _as_set(quotas)
