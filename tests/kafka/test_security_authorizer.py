@@ -1,6 +1,6 @@
-"""core.security.acls.decide against Kafka's own authorizer: the same bindings and questions put to
-org.apache.kafka.metadata.authorizer.StandardAuthorizer (the KRaft authorizer; AclAuthorizer's rules are the same) in a
-JVM on the fetched jars, no broker. Thousands of random cases must agree one by one."""
+"""core.security.acls.decide against Kafka's own authorizers: the same bindings and questions put to
+org.apache.kafka.metadata.authorizer.StandardAuthorizer (KRaft, in memory) and kafka.security.authorizer.AclAuthorizer
+(ZooKeeper mode, on a real ZooKeeper chroot) in a JVM on the fetched jars, no broker. Every random case must agree."""
 
 from __future__ import annotations
 
@@ -31,22 +31,49 @@ import org.apache.kafka.metadata.authorizer.*;
 import org.apache.kafka.server.authorizer.*;
 
 public class Oracle {
+    // args: "standard" (KRaft's StandardAuthorizer, in memory) or "zk <connect>" (AclAuthorizer, on ZooKeeper)
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        StandardAuthorizer auth = null;
+        boolean zk = args[0].equals("zk");
+        Authorizer auth = null;
+        String config = null;
         String line;
         while ((line = in.readLine()) != null) {
             String[] f = line.split("\t", -1);
             if (f[0].equals("R")) {
-                auth = new StandardAuthorizer();
+                if (zk && (f[1] + "/" + f[2]).equals(config)) {  // same settings: empty the store, keep the authorizer
+                    for (var r : auth.deleteAcls(null, List.of(AclBindingFilter.ANY))) r.toCompletableFuture().get();
+                    continue;
+                }
+                if (auth != null) auth.close();
                 Map<String, Object> cfg = new HashMap<>();
                 cfg.put("super.users", f[1]);
                 cfg.put("allow.everyone.if.no.acl.found", f[2]);
-                auth.configure(cfg);
-                auth.completeInitialLoad();
+                config = f[1] + "/" + f[2];
+                if (zk) {
+                    cfg.put("zookeeper.connect", args[1]);
+                    auth = new kafka.security.authorizer.AclAuthorizer();
+                    auth.configure(cfg);
+                    for (var r : auth.deleteAcls(null, List.of(AclBindingFilter.ANY))) r.toCompletableFuture().get();
+                } else {
+                    StandardAuthorizer standard = new StandardAuthorizer();
+                    standard.configure(cfg);
+                    standard.completeInitialLoad();
+                    auth = standard;
+                }
             } else if (f[0].equals("B")) {
-                auth.addAcl(Uuid.randomUuid(), new StandardAcl(ResourceType.valueOf(f[1]), f[2],
-                    PatternType.valueOf(f[3]), f[4], f[5], AclOperation.valueOf(f[6]), AclPermissionType.valueOf(f[7])));
+                ResourcePattern pattern = new ResourcePattern(ResourceType.valueOf(f[1]), f[2], PatternType.valueOf(f[3]));
+                AccessControlEntry entry = new AccessControlEntry(f[4], f[5], AclOperation.valueOf(f[6]),
+                    AclPermissionType.valueOf(f[7]));
+                if (zk) {
+                    for (var r : auth.createAcls(null, List.of(new AclBinding(pattern, entry)))) {
+                        var e = r.toCompletableFuture().get().exception();
+                        if (e.isPresent()) throw e.get();
+                    }
+                } else {
+                    ((StandardAuthorizer) auth).addAcl(Uuid.randomUuid(),
+                        StandardAcl.fromAclBinding(new AclBinding(pattern, entry)));
+                }
             } else if (f[0].equals("Q")) {
                 KafkaPrincipal p = SecurityUtils.parseKafkaPrincipal(f[1]);
                 InetAddress addr = InetAddress.getByName(f[2]);
@@ -66,6 +93,7 @@ public class Oracle {
             }
         }
         System.out.flush();
+        if (auth != null) auth.close();
     }
 }
 """
@@ -80,13 +108,15 @@ ASKED = [o for o in Operation if o is not Operation.ALL] + [Operation.DESCRIBE, 
 BOUND = [o for o in Operation] + [Operation.READ, Operation.WRITE, Operation.ALTER_CONFIGS, Operation.DESCRIBE] * 2
 
 
-def scenarios(seed: int, count: int):
+def scenarios(seed: int, count: int, *, grouped: bool = False):
     """(lines for the oracle, [(Keel's answer, the case)]) for `count` random sets of bindings, 8 questions each."""
     rnd = random.Random(seed)
     lines, ours = [], []
-    for _ in range(count):
+    for i in range(count):
         supers = ("User:admin",) if rnd.random() < 0.3 else ()
         everyone = rnd.random() < 0.2
+        if grouped:  # four settings in turn, so that one AclAuthorizer serves a run of scenarios
+            supers, everyone = (("User:admin",) if i * 4 // count % 2 else ()), i * 4 // count >= 2
         lines.append(f"R\t{';'.join(supers)}\t{str(everyone).lower()}")
         bindings: list[Binding] = []
         for _ in range(rnd.randint(0, 7)):
@@ -112,7 +142,7 @@ def scenarios(seed: int, count: int):
     return lines, ours
 
 
-def test_decide_agrees_with_kafkas_standard_authorizer(tmp_path):
+def _oracle(tmp_path, lines: list[str], *mode: str) -> list[str]:
     version = kafka_version()
     try:
         lib = kafka_runner.lib_dir(version)
@@ -121,11 +151,24 @@ def test_decide_agrees_with_kafkas_standard_authorizer(tmp_path):
         lib = kafka_runner.lib_dir(version)
     source = tmp_path / "Oracle.java"
     source.write_text(ORACLE)
-    lines, ours = scenarios(seed=29, count=1500)
-    run = subprocess.run(["java", "-cp", f"{lib}/*", str(source)], input="\n".join(lines) + "\n",
-                         capture_output=True, text=True, timeout=300)
-    kafka_says = [x for x in run.stdout.splitlines() if x in ("ALLOWED", "DENIED")]
-    assert run.returncode == 0 and len(kafka_says) == len(ours), run.stderr[-3000:]
+    run = subprocess.run(["java", "-cp", f"{lib}/*", str(source), *mode], input="\n".join(lines) + "\n",
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return [x for x in run.stdout.splitlines() if x in ("ALLOWED", "DENIED")]
+
+
+def _agree(kafka_says: list[str], ours) -> None:
+    assert len(kafka_says) == len(ours)
     disagree = [(k, case) for k, (mine, case) in zip(kafka_says, ours) if k != mine]
     assert disagree == [], f"{len(disagree)} of {len(ours)} answers differ from Kafka's, e.g. {disagree[:3]}"
     assert 0.1 < kafka_says.count("ALLOWED") / len(ours) < 0.5  # both answers well represented
+
+
+def test_decide_agrees_with_kafkas_standard_authorizer(tmp_path):
+    lines, ours = scenarios(seed=29, count=1500)
+    _agree(_oracle(tmp_path, lines, "standard"), ours)
+
+
+def test_decide_agrees_with_kafkas_acl_authorizer_on_zookeeper(tmp_path, zk_connect):
+    lines, ours = scenarios(seed=30, count=200, grouped=True)
+    _agree(_oracle(tmp_path, lines, "zk", zk_connect), ours)
