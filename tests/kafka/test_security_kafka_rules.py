@@ -1,6 +1,7 @@
-"""core.security.acls.decide against Kafka's own authorizers: the same bindings and questions put to
-org.apache.kafka.metadata.authorizer.StandardAuthorizer (KRaft, in memory) and kafka.security.authorizer.AclAuthorizer
-(ZooKeeper mode, on a real ZooKeeper chroot) in a JVM on the fetched jars, no broker. Every random case must agree."""
+"""Keel's rules against Kafka's own code, run in a JVM on the fetched jars (no broker): core.security.acls.decide
+against org.apache.kafka.metadata.authorizer.StandardAuthorizer (KRaft, in memory) and
+kafka.security.authorizer.AclAuthorizer (ZooKeeper mode, on a real ZooKeeper chroot); core.security.quotas.effective
+against kafka.server.ClientQuotaManager's precedence. Every random case must agree."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import subprocess
 import pytest
 
 from core.security.acls import decide
-from core.security.model import (CLUSTER_NAME, Acls, Binding, Operation, PatternType, Permission, Resource,
-                                 ResourceType)
+from core.security.model import (CLUSTER_NAME, DEFAULT, Acls, Binding, Operation, PatternType, Permission, Quota,
+                                 QuotaEntity, Resource, ResourceType)
+from core.security.quotas import effective
 from sandbox.processes import kafka as kafka_runner
 from tests.kafka.realkafka import kafka_version
 
@@ -142,19 +144,19 @@ def scenarios(seed: int, count: int, *, grouped: bool = False):
     return lines, ours
 
 
-def _oracle(tmp_path, lines: list[str], *mode: str) -> list[str]:
+def _oracle(tmp_path, lines: list[str], *mode: str, source: str = ORACLE, name: str = "Oracle") -> list[str]:
     version = kafka_version()
     try:
         lib = kafka_runner.lib_dir(version)
     except kafka_runner.KafkaNotFetchedError:
         kafka_runner.fetch(version)  # as the `kafka` fixture does: a failed fetch is an error, never a skip
         lib = kafka_runner.lib_dir(version)
-    source = tmp_path / "Oracle.java"
-    source.write_text(ORACLE)
-    run = subprocess.run(["java", "-cp", f"{lib}/*", str(source), *mode], input="\n".join(lines) + "\n",
+    path = tmp_path / f"{name}.java"
+    path.write_text(source)
+    run = subprocess.run(["java", "-cp", f"{lib}/*", str(path), *mode], input="\n".join(lines) + "\n",
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    return [x for x in run.stdout.splitlines() if x in ("ALLOWED", "DENIED")]
+    return [x for x in run.stdout.splitlines() if not x.startswith("log4j:")]
 
 
 def _agree(kafka_says: list[str], ours) -> None:
@@ -172,3 +174,66 @@ def test_decide_agrees_with_kafkas_standard_authorizer(tmp_path):
 def test_decide_agrees_with_kafkas_acl_authorizer_on_zookeeper(tmp_path, zk_connect):
     lines, ours = scenarios(seed=30, count=200, grouped=True)
     _agree(_oracle(tmp_path, lines, "zk", zk_connect), ours)
+
+
+# --- quotas ---------------------------------------------------------------------------------------------------------
+
+QUOTA_ORACLE = r"""
+import java.io.*;
+import java.util.*;
+import kafka.server.*;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.Quota;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.server.config.ClientQuotaManagerConfig;
+import scala.Option;
+
+// "R": a new ClientQuotaManager; "U user client value" (user / client "-" for none); "Q user client": the quota
+public class QuotaOracle {
+    static Option<String> opt(String s) { return s.equals("-") ? Option.empty() : Option.apply(s); }
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        ClientQuotaManager m = null;
+        Metrics metrics = null;
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] f = line.split("\t", -1);
+            if (f[0].equals("R")) {
+                if (m != null) { m.shutdown(); metrics.close(); }
+                metrics = new Metrics();
+                m = new ClientQuotaManager(new ClientQuotaManagerConfig(), metrics, QuotaType.Produce$.MODULE$, Time.SYSTEM, "oracle", Option.empty());
+            } else if (f[0].equals("U")) {
+                m.updateQuota(opt(f[1]), opt(f[2]), opt(f[2]), Option.apply(Quota.upperBound(Double.parseDouble(f[3]))));
+            } else if (f[0].equals("Q")) {
+                double b = m.quota(f[1], f[2]).bound();
+                System.out.println(b == Long.MAX_VALUE ? "NONE" : Double.toString(b));
+            }
+        }
+        if (m != null) { m.shutdown(); metrics.close(); }
+    }
+}
+"""
+USERS = ("alice", "bob", DEFAULT, None)
+CLIENTS = ("c1", "c2", DEFAULT, None)
+
+
+def test_effective_quota_agrees_with_kafkas_client_quota_manager(tmp_path):
+    rnd = random.Random(29)
+    lines, ours = [], []
+    entities = [QuotaEntity(u, c) for u in USERS for c in CLIENTS if (u, c) != (None, None)]
+    for _ in range(600):
+        lines.append("R")
+        chosen = rnd.sample(entities, rnd.randint(0, 7))
+        quotas = [Quota(e, {"producer_byte_rate": float(100 + i)}) for i, e in enumerate(chosen)]
+        for q in quotas:
+            lines.append(f"U\t{q.entity.user or '-'}\t{q.entity.client or '-'}\t{q.values['producer_byte_rate']}")
+        for _ in range(6):
+            user, client = rnd.choice(("alice", "bob", "carol")), rnd.choice(("c1", "c2", "c3", ""))
+            lines.append(f"Q\t{user}\t{client}")
+            hit = effective(quotas, user, client).get("producer_byte_rate")
+            ours.append(("NONE" if hit is None else repr(hit[0]), (chosen, user, client)))
+    kafka_says = _oracle(tmp_path, lines, source=QUOTA_ORACLE, name="QuotaOracle")
+    assert len(kafka_says) == len(ours)
+    disagree = [(k, case) for k, (mine, case) in zip(kafka_says, ours) if k != mine]
+    assert disagree == [], f"{len(disagree)} of {len(ours)} answers differ from Kafka's, e.g. {disagree[:3]}"
+    assert 0.2 < kafka_says.count("NONE") / len(ours) < 0.8
