@@ -166,7 +166,7 @@ def _acl_change(args: argparse.Namespace, remove: bool) -> int:
             return 0
         if remove:
             done = engine.remove_acls(w.handle, w.store, bindings, cluster=w.cluster,
-                                      accept_risks=_accepted_risks(risks, args), relied_on=relied)
+                                      accept_risks=_accepted_risks(risks, args), relied_on=relied or None)
         else:
             done = engine.add_acls(w.handle, w.store, bindings, cluster=w.cluster)
     print(done.summary)
@@ -251,7 +251,7 @@ def cmd_security_undo(args: argparse.Namespace) -> int:
     relied = _relied_on(args)
     with write_session(args) as w:
         done = undo(w.handle, w.store, args.action, cluster=w.cluster, accept_risks=bool(args.accept_risk),
-                    relied_on=relied)
+                    relied_on=relied or None)
     print(f"undid action #{args.action}: {done.summary}")
     return 0
 
