@@ -184,6 +184,7 @@ def test_a_quota_keel_sets_limits_the_producer_and_scram_stays_hidden(zkc, monke
     zkc.ok("quota-alter", "--user", "alice", "--add-config", f"producer_byte_rate={QUOTA}")
     zkc.ok("quota-alter", "--client-id", "reports app", "--add-config", "consumer_byte_rate=1048576")
     zkc.ok("quota-alter", "--user-defaults", "--add-config", "request_percentage=200")
+    zkc.ok("quota-alter", "--user", "CN=app,O=acme", "--add-config", "consumer_byte_rate=1024")  # Kafka's Sanitizer
     time.sleep(1)  # the notification reaches the broker's config handler
     after = _rate(zkc, "alice", seconds=10, warm=4)
     print(f"\nbob produced {before:,.0f} B/s unthrottled, alice {after:,.0f} B/s under Keel's {QUOTA:,} B/s quota")
@@ -194,7 +195,7 @@ def test_a_quota_keel_sets_limits_the_producer_and_scram_stays_hidden(zkc, monke
     with ZkSession.open(zkc.zk) as s:
         quotas = read_quotas(s)
     assert {q.entity for q in quotas} == {QuotaEntity("alice"), QuotaEntity(None, "reports app"),
-                                          QuotaEntity("<default>")}
+                                          QuotaEntity("<default>"), QuotaEntity("CN=app,O=acme")}
     described = zkc.tool(CONFIGS, "--describe", "--entity-type", "users") + zkc.tool(
         CONFIGS, "--describe", "--entity-type", "clients")
     assert "SCRAM credential configs for user-principal 'alice'" in described  # the tool sees the credential

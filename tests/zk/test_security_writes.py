@@ -169,6 +169,22 @@ def test_quota_keeps_scram_credentials_and_never_records_them(session, store, ka
     assert _json(kazoo_client, "/config/users/alice")["config"] == {"SCRAM-SHA-512": SCRAM}
 
 
+def test_a_quota_node_changed_meanwhile_fails_the_whole_write(session, store, kazoo_client, monkeypatch):
+    sw.alter_quota(session, store, QuotaEntity("alice"), {"producer_byte_rate": 100.0}, cluster="c1")
+    theirs = json.dumps({"version": 1, "config": {"producer_byte_rate": "100", "SCRAM-SHA-256": SCRAM}}).encode()
+    real = session.multi
+
+    def someone_else_first(ops):  # kafka-configs adds a credential between Keel's read and its write
+        kazoo_client.set("/config/users/alice", theirs)
+        return real(ops)
+
+    monkeypatch.setattr(session, "multi", someone_else_first)
+    with pytest.raises(ValidationError, match="changed while it was being written"):
+        sw.alter_quota(session, store, QuotaEntity("alice"), {"consumer_byte_rate": 5.0}, cluster="c1")
+    assert kazoo_client.get("/config/users/alice")[0] == theirs  # the credential is not lost
+    assert len(_changes(kazoo_client, "/config/changes")) == 1
+
+
 def test_quota_entities_paths_and_cleanup(session, store, kazoo_client):
     both = QuotaEntity("CN=app,O=x", "c 1*")
     sw.alter_quota(session, store, both, {"consumer_byte_rate": 2048.0, "request_percentage": 12.5}, cluster="c1")
