@@ -1,0 +1,277 @@
+"""ACLs and client quotas through the Admin API engine (core.kafka.security_writes) on a REAL KRaft cluster with
+Kafka's StandardAuthorizer and SASL PLAIN users: admin (a super user), alice, bob.
+
+One combined broker + controller node of its own (sandbox.processes.kraft), with three listeners: CONTROLLER and
+PLAINTEXT (the node's own requests and Kafka's tools; their principal, User:ANONYMOUS, is a super user, as the
+brokers' and controllers' principals must be) and SASL_PLAINTEXT, which Keel (as admin) and the producers (as alice,
+bob) use. The quota windows are 3 x 1 s instead of 11 x 1 s, so that a byte-rate quota binds within a second or two
+instead of after a burst of ten seconds' worth (Kafka's Rate measures over the whole window).
+
+The story: alice's produce is refused; the engine adds WRITE for her (DESCRIBE implied); she produces within
+seconds; the engine removes it; she is refused again; the engine's listing equals `kafka-acls --list`; a produce
+quota set through the engine brings her measured throughput within 25 % of it; the engine's quotas equal
+`kafka-configs --describe --entity-type users`. Every write is in the audit store with its rollback.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from core.audit.store import Store
+from core.errors import RiskNotAcceptedError, ValidationError
+from core.kafka import security_writes as engine
+from core.kafka.admin import KafkaAdmin
+from core.kafka.client_config import KafkaClientSecurity
+from core.security.acls import parse_list_text
+from core.security.quotas import parse_describe_text
+from core.security.records import binding_dict
+from core.security.model import (Binding, Operation, PatternType, Permission, Quota, QuotaEntity, Resource,
+                                 ResourceType)
+from sandbox.processes.common import free_port
+from tests.kafka.realkafka import needs_kafka, tool_class
+
+pytestmark = [needs_kafka("3.9", "KRaft with StandardAuthorizer (Keel runs KRaft from 3.9)"), pytest.mark.kraft]
+
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+PASSWORDS = {"admin": "admin-Secret-1", "alice": "alice-Secret-2", "bob": "bob-Secret-3"}
+TOPIC = "orders"
+SCRAM_PASSWORD = "scram-Secret-4"
+QUOTA = 300_000.0  # bytes/s
+
+
+class Secured:
+    def __init__(self, cluster, sasl: str, store: Store):
+        self.cluster, self.sasl, self.store = cluster, sasl, store
+        self.plaintext = cluster.brokers[0].endpoint
+
+    def admin(self, user: str = "admin") -> KafkaAdmin:
+        return KafkaAdmin(self.sasl, timeout=15, security=KafkaClientSecurity(
+            protocol="SASL_PLAINTEXT", mechanism="PLAIN", username=user, password=PASSWORDS[user]))
+
+    def tool(self, *candidates_and_args: str) -> str:
+        cls, *args = candidates_and_args
+        names = cls.split("|")
+        done = self.cluster.tool(tool_class(self.cluster.version, *names), *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    from sandbox.processes import kafka_setup
+    from sandbox.processes.kraft import KraftCluster
+
+    version = "3.9.1"
+    try:
+        kafka_setup.lib_dir(version)
+    except kafka_setup.KafkaNotFetchedError:
+        kafka_setup.fetch(version)
+    base = tmp_path_factory.mktemp("kraft-secured")
+    cluster = KraftCluster.create(base / "cluster", nodes=1, racks=0, version=version, detach=False)
+    b = cluster.brokers[0]
+    sasl = f"127.0.0.1:{free_port()}"
+    users = " ".join(f'user_{u}="{p}"' for u, p in PASSWORDS.items())
+    cluster.overrides.update({
+        "listeners": f"PLAINTEXT://{b.endpoint},SASL_PLAINTEXT://{sasl},CONTROLLER://{b.controller_endpoint}",
+        "advertised.listeners": f"PLAINTEXT://{b.endpoint},SASL_PLAINTEXT://{sasl}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"{PLAIN} required {users};",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin;User:ANONYMOUS",
+        "quota.window.num": "3",
+        "quota.window.size.seconds": "1",
+    })
+    started = time.monotonic()
+    cluster.start(timeout=120)
+    print(f"\nsecured KRaft {version}: up in {time.monotonic() - started:.1f} s ({sasl})")
+    try:
+        s = Secured(cluster, sasl, Store(base / "keel.sqlite"))
+        s.tool("org.apache.kafka.tools.TopicCommand|kafka.admin.TopicCommand", "--bootstrap-server", s.plaintext,
+               "--create", "--topic", TOPIC, "--partitions", "1", "--replication-factor", "1")
+        yield s
+    finally:
+        cluster.stop()
+
+
+def _produce(s: Secured, user: str, *, records: int = 1, size: int = 100, timeout: float = 6.0) -> str | None:
+    """Produce as `user` through SASL_PLAINTEXT: None when every record was acknowledged, else the error's name."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=s.sasl, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                             sasl_plain_username=user, sasl_plain_password=PASSWORDS[user],
+                             max_block_ms=int(timeout * 1000), request_timeout_ms=int(timeout * 1000))
+    try:
+        for f in [producer.send(TOPIC, b"x" * size) for _ in range(records)]:
+            f.get(timeout=timeout)
+        return None
+    except Exception as e:  # the producer's refusal (TopicAuthorizationFailedError, ...) is the answer
+        return type(e).__name__
+    finally:
+        producer.close(timeout=2)
+
+
+def _until(check, want, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if want(got) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.5)
+
+
+WRITE = Binding(Resource(ResourceType.TOPIC, TOPIC, PatternType.LITERAL), "User:alice", "*", Operation.WRITE,
+                Permission.ALLOW)
+
+
+def test_acl_story_and_listing_equals_kafka_acls(secured: Secured):
+    s = secured
+    refused = _produce(s, "alice")
+    assert refused is not None and "Authorization" in refused, refused
+    with s.admin() as admin:
+        before = engine.read_acls(admin)
+        assert before.source == "brokers" and before.bindings == ()
+        assert before.authorizer == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+        # super.users is the authorizer's setting, which DescribeConfigs does not describe: unknown, not "none"
+        assert before.super_users is None
+        node = s.cluster.brokers[0].id  # the broker lists super.users but withholds its value (no declared type)
+        assert admin.broker_configs([node], ["super.users"])[node]["super.users"][0] is None
+
+        added = engine.add_acls(admin, s.store, [WRITE], cluster="secured", actor="sre")
+        started = time.monotonic()
+        assert _until(lambda: _produce(s, "alice"), lambda r: r is None) is None
+        print(f"alice produces {time.monotonic() - started:.1f} s after the binding was added")
+        assert _produce(s, "bob") is not None  # bob was not given anything
+        after = engine.read_acls(admin)
+        assert after.bindings == (WRITE,)
+        # Keel's listing is what Kafka's own tool lists
+        listed = s.tool("kafka.admin.AclCommand|org.apache.kafka.tools.AclCommand", "--bootstrap-server",
+                        s.plaintext, "--list")
+        assert parse_list_text(listed) == frozenset(after.bindings)
+
+        row = s.store.action(added.action_id)
+        assert (row.kind, row.status) == ("acl-add", "applied")
+        assert row.rollback == {"action": "acl-remove", "bindings": [binding_dict(WRITE)]}
+        assert row.payload == {"bindings": [binding_dict(WRITE)]}
+
+        with pytest.raises(ValidationError, match="exists already"):  # nothing new: refused, nothing recorded
+            engine.add_acls(admin, s.store, [WRITE], cluster="secured")
+
+        removed = engine.remove_acls(admin, s.store, [WRITE], cluster="secured", actor="sre")
+        refused = _until(lambda: _produce(s, "alice"), lambda r: r is not None)
+        assert refused is not None and "Authorization" in refused, refused
+        assert engine.read_acls(admin).bindings == ()
+        assert s.tool("kafka.admin.AclCommand|org.apache.kafka.tools.AclCommand", "--bootstrap-server",
+                      s.plaintext, "--list").strip() == ""
+        row = s.store.action(removed.action_id)
+        assert (row.kind, row.status) == ("acl-remove", "applied")
+        assert row.rollback == {"action": "acl-add", "bindings": [binding_dict(WRITE)]}
+
+        with pytest.raises(ValidationError, match="no such ACL binding"):  # gone: refused before any write
+            engine.remove_acls(admin, s.store, [WRITE], cluster="secured")
+
+
+def test_removal_keel_relies_on_needs_the_named_risk(secured: Secured):
+    """bob connects as Keel here: removing bob's only DESCRIBE on the cluster is refused without the named risk."""
+    s = secured
+    bob = Binding(Resource(ResourceType.CLUSTER, "kafka-cluster"), "User:bob", "*", Operation.DESCRIBE,
+                  Permission.ALLOW)
+    with s.admin() as admin:
+        engine.add_acls(admin, s.store, [bob], cluster="secured")
+        relied = {"User:bob": "Keel connects as it"}
+        with pytest.raises(RiskNotAcceptedError) as refused:
+            engine.remove_acls(admin, s.store, [bob], cluster="secured", relied_on=relied)
+        assert "User:bob" in str(refused.value)
+        assert bob in engine.read_acls(admin).bindings  # nothing was removed
+        engine.remove_acls(admin, s.store, [bob], cluster="secured", relied_on=relied,
+                           accept_risks=list(refused.value.risks))
+        assert bob not in engine.read_acls(admin).bindings
+
+
+def _throughput(s: Secured, seconds: float = 9.0, warmup: float = 3.0) -> float:
+    """alice's acknowledged bytes per second after `warmup` s of producing (100 KB per flush)."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=s.sasl, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                             sasl_plain_username="alice", sasl_plain_password=PASSWORDS["alice"],
+                             linger_ms=5, batch_size=200_000, max_request_size=2_000_000)
+    samples = []
+    sent = 0
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < seconds:
+            for _ in range(10):
+                producer.send(TOPIC, b"q" * 10_000)
+            producer.flush(timeout=30)
+            sent += 100_000
+            samples.append((time.monotonic(), sent))
+    finally:
+        producer.close(timeout=5)
+    first = next(x for x in samples if x[0] - started >= warmup)
+    last = samples[-1]
+    return (last[1] - first[1]) / (last[0] - first[0])
+
+
+def test_produce_quota_and_listing_equals_kafka_configs(secured: Secured):
+    s = secured
+    alice = QuotaEntity(user="alice")
+    allow = Binding(Resource(ResourceType.TOPIC, TOPIC), "User:alice", "*", Operation.WRITE, Permission.ALLOW)
+    with s.admin() as admin:
+        engine.add_acls(admin, s.store, [allow], cluster="secured")
+        assert _until(lambda: _produce(s, "alice"), lambda r: r is None) is None
+        unthrottled = _throughput(s, seconds=4, warmup=1)
+        assert unthrottled > QUOTA * 3, f"alice's unthrottled rate {unthrottled:,.0f} B/s is too low to tell"
+
+        applied = engine.alter_quota(admin, s.store, alice, {"producer_byte_rate": QUOTA}, cluster="secured",
+                                     actor="sre")
+        assert engine.read_quotas(admin) == (Quota(alice, {"producer_byte_rate": QUOTA}),)
+        row = s.store.action(applied.action_id)
+        assert (row.kind, row.status) == ("quota-alter", "applied")
+        assert row.rollback == {"action": "quota-alter", "entity": {"user": "alice", "client": None},
+                                "values": {"producer_byte_rate": None}}
+        assert row.payload == {"entity": {"user": "alice", "client": None},
+                               "values": {"producer_byte_rate": QUOTA}, "old": {}}
+        measured = _throughput(s)
+        print(f"alice: {unthrottled:,.0f} B/s unthrottled, {measured:,.0f} B/s under a quota of {QUOTA:,.0f}")
+        assert abs(measured - QUOTA) <= 0.25 * QUOTA, (measured, QUOTA)
+
+        # another user (with a SCRAM credential, which the tool lists too) and a client id, then compare with
+        # Kafka's own tool
+        s.tool("kafka.admin.ConfigCommand|org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", s.plaintext,
+               "--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config",
+               f"SCRAM-SHA-512=[password={SCRAM_PASSWORD}]")
+        engine.alter_quota(admin, s.store, QuotaEntity(user="bob"), {"consumer_byte_rate": 2048.0,
+                                                                     "request_percentage": 50.0}, cluster="secured")
+        engine.alter_quota(admin, s.store, QuotaEntity(client="c1"), {"producer_byte_rate": 1000.0},
+                           cluster="secured")
+        described = s.tool("kafka.admin.ConfigCommand|org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
+                           s.plaintext, "--describe", "--entity-type", "users")
+        users = tuple(q for q in engine.read_quotas(admin)
+                      if q.entity.client is None and q.entity.user not in (None, "<default>"))
+        assert "SCRAM credential configs for user-principal 'bob'" in described
+        assert len(users) == 2 and parse_describe_text(described) == users
+        assert SCRAM_PASSWORD not in str(engine.read_quotas(admin))
+        for secret in (*PASSWORDS.values(), SCRAM_PASSWORD):
+            assert all(secret not in str(a.payload) + str(a.rollback) for a in s.store.actions("secured"))
+
+        with pytest.raises(ValidationError, match="nothing to change"):
+            engine.alter_quota(admin, s.store, alice, {"producer_byte_rate": QUOTA}, cluster="secured")
+        engine.alter_quota(admin, s.store, alice, {"producer_byte_rate": None}, cluster="secured")
+        assert alice not in {q.entity for q in engine.read_quotas(admin)}
+
+
+def test_bad_input_is_refused_before_anything_is_written(secured: Secured):
+    s = secured
+    with s.admin() as admin:
+        before = len(s.store.actions("secured", limit=1000))
+        with pytest.raises(ValidationError):
+            engine.add_acls(admin, s.store, [Binding(WRITE.resource, "alice", "*", Operation.WRITE,
+                                                     Permission.ALLOW)], cluster="secured")  # no "User:"
+        with pytest.raises(ValidationError):
+            engine.alter_quota(admin, s.store, QuotaEntity(user="bob"), {"SCRAM-SHA-512": 1.0}, cluster="secured")
+        with pytest.raises(ValidationError, match="Invalid config"):  # deleting what is not set
+            engine.alter_quota(admin, s.store, QuotaEntity(user="nobody"), {"producer_byte_rate": None},
+                               cluster="secured")
+        assert len(s.store.actions("secured", limit=1000)) == before
