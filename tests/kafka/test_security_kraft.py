@@ -22,7 +22,7 @@ import pytest
 from core.audit.store import Store
 from core.errors import RiskNotAcceptedError, ValidationError
 from core.kafka import security_writes as engine
-from core.kafka.admin import KafkaAdmin
+from core.kafka.admin import KafkaAdmin, KafkaAdminError
 from core.kafka.client_config import KafkaClientSecurity
 from core.security.acls import parse_list_text
 from core.security.quotas import parse_describe_text
@@ -275,3 +275,34 @@ def test_bad_input_is_refused_before_anything_is_written(secured: Secured):
             engine.alter_quota(admin, s.store, QuotaEntity(user="nobody"), {"producer_byte_rate": None},
                                cluster="secured")
         assert len(s.store.actions("secured", limit=1000)) == before
+        # a principal without DESCRIBE on the cluster is refused the listing, in words that say so
+        with s.admin("bob") as bob, pytest.raises(KafkaAdminError, match="refused"):
+            engine.read_acls(bob)
+
+
+def test_undo_through_the_admin_api(secured: Secured):
+    """core.cluster.security.undo executes a recorded rollback through this engine: an added binding removed, a
+    removed one added back, a quota set back."""
+    from core.cluster.security import undo
+
+    s = secured
+    read = Binding(Resource(ResourceType.GROUP, "billing-", PatternType.PREFIXED), "User:bob", "*", Operation.READ,
+                   Permission.ALLOW)
+    with s.admin() as admin:
+        added = engine.add_acls(admin, s.store, [read], cluster="secured")
+        assert read in engine.read_acls(admin).bindings
+        undone = undo(admin, s.store, added.action_id, cluster="secured", actor="sre")
+        assert read not in engine.read_acls(admin).bindings
+        assert s.store.action(undone.action_id).kind == "acl-remove"
+        redone = undo(admin, s.store, undone.action_id, cluster="secured")
+        assert read in engine.read_acls(admin).bindings and s.store.action(redone.action_id).kind == "acl-add"
+
+        carol = QuotaEntity(user="carol", client="<default>")
+        first = engine.alter_quota(admin, s.store, carol, {"request_percentage": 20.0}, cluster="secured")
+        engine.alter_quota(admin, s.store, carol, {"request_percentage": 40.0, "consumer_byte_rate": 5e5},
+                           cluster="secured")
+        later = s.store.actions("secured", kind="quota-alter", limit=1)[0]
+        undo(admin, s.store, later.id, cluster="secured")
+        assert {q.entity: dict(q.values) for q in engine.read_quotas(admin)}[carol] == {"request_percentage": 20.0}
+        undo(admin, s.store, first.action_id, cluster="secured")
+        assert carol not in {q.entity for q in engine.read_quotas(admin)}
