@@ -218,7 +218,7 @@ def remove_acls(admin: KafkaAdmin, store: Store, bindings: Iterable[Binding], *,
     it matches that binding only). Refused (ValidationError) when one of them does not exist, and
     (RiskNotAcceptedError) when the removal takes away the last ALLOW a principal Keel or the brokers rely on had
     (core.security.acls.removal_risks) unless the risk is accepted. `relied_on`: principal -> why; by default the
-    principal this client connects as (core.cluster.security.relied_on), which the handle knows here."""
+    principal this client connects as, which the handle knows here."""
     wanted = _unique(bindings)
     if not wanted:
         raise ValidationError("no ACL binding to remove")
@@ -228,10 +228,9 @@ def remove_acls(admin: KafkaAdmin, store: Store, bindings: Iterable[Binding], *,
     if missing:
         raise ValidationError("no such ACL binding: " + "; ".join(map(binding_label, missing)),
                               hint="`acls` lists the bindings as they are now; nothing was written")
-    if relied_on is None:
-        from core.cluster.security import relied_on as keels_own
-
-        relied_on = keels_own(admin.security)
+    if relied_on is None:  # the SASL user this client connects as (core.cluster.security imports this module)
+        user = admin.security.username if admin.security is not None and admin.security.uses_sasl else None
+        relied_on = {f"User:{user}": "Keel connects to the brokers as it"} if user else {}
     require_accepted(removal_risks(live, wanted, relied_on), accept_risks)
     payload, rollback = records.acl_record(records.ACL_REMOVE, wanted)
     summary = records.acl_summary(records.ACL_REMOVE, wanted)
