@@ -266,6 +266,7 @@ def test_produce_quota_and_listing_equals_kafka_configs(secured: Secured):
             engine.alter_quota(admin, s.store, alice, {"producer_byte_rate": QUOTA}, cluster="secured")
         engine.alter_quota(admin, s.store, alice, {"producer_byte_rate": None}, cluster="secured")
         assert alice not in {q.entity for q in engine.read_quotas(admin)}
+        engine.remove_acls(admin, s.store, [allow], cluster="secured")
 
 
 def test_bad_input_is_refused_before_anything_is_written(secured: Secured):
@@ -312,3 +313,26 @@ def test_undo_through_the_admin_api(secured: Secured):
         assert {q.entity: dict(q.values) for q in engine.read_quotas(admin)}[carol] == {"request_percentage": 20.0}
         undo(admin, s.store, first.action_id, cluster="secured")
         assert carol not in {q.entity for q in engine.read_quotas(admin)}
+
+
+def test_who_may_write_equals_what_the_broker_enforces(secured: Secured):
+    """A prefixed ALLOW for alice and bob and a literal DENY for bob: Keel's "who may write" (read through the engine,
+    resolved by core.security.acls) is what the broker enforces, checked by producing as each user."""
+    from core.security.acls import decide
+
+    s = secured
+    prefixed = Resource(ResourceType.TOPIC, TOPIC[:3], PatternType.PREFIXED)
+    bindings = [Binding(prefixed, f"User:{u}", "*", Operation.WRITE, Permission.ALLOW) for u in ("alice", "bob")]
+    bindings.append(Binding(Resource(ResourceType.TOPIC, TOPIC), "User:bob", "*", Operation.WRITE, Permission.DENY))
+    with s.admin() as admin:
+        engine.add_acls(admin, s.store, bindings, cluster="secured")
+        try:
+            acls = engine.read_acls(admin)
+            keel = {u: decide(acls, f"User:{u}", Operation.WRITE, ResourceType.TOPIC, TOPIC).allowed
+                    for u in ("alice", "bob")}
+            assert keel == {"alice": True, "bob": False}
+            broker = {u: _until(lambda u=u: _produce(s, u), lambda r: r is None, timeout=5) is None
+                      for u in ("alice", "bob")}
+            assert broker == keel
+        finally:
+            engine.remove_acls(admin, s.store, bindings, cluster="secured", relied_on={})
