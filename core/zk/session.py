@@ -61,13 +61,24 @@ log = logging.getLogger(__name__)
 
 
 class _RedactAuth(logging.Filter):
-    """kazoo logs every request at its lowest level, the digest `Auth(... auth='user:password')` included: keep the
-    password out of every log line (issue 17: no secret in a log)."""
+    """kazoo logs every request at its lowest level, the digest `Auth(... auth='user:password')` included, and every
+    answer and write with its data, a user's SCRAM credentials of /config/users/<user> included (issue 29): keep
+    both out of every log line (issue 17: no secret in a log)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if any(type(a).__name__ == "Auth" for a in (record.args or ()) if not isinstance(record.args, dict)):
             record.msg, record.args = re.sub(r"auth='[^']*'", "auth='<redacted>'", record.getMessage()), ()
+        elif "SCRAM-" in str(record.msg) or any("SCRAM-" in str(a) for a in _args(record)):
+            record.msg, record.args = _SCRAM.sub(r"\1<redacted>", record.getMessage()), ()
         return True
+
+
+_SCRAM = re.compile(r'(SCRAM-[A-Za-z0-9-]+\\?"\s*:\s*\\?")[^"\\]*')
+
+
+def _args(record: logging.LogRecord) -> tuple:
+    args = record.args or ()
+    return tuple(args.values()) if isinstance(args, dict) else tuple(args)
 
 
 logging.getLogger("keel.kazoo").addFilter(_RedactAuth())
