@@ -336,3 +336,40 @@ def test_who_may_write_equals_what_the_broker_enforces(secured: Secured):
             assert broker == keel
         finally:
             engine.remove_acls(admin, s.store, bindings, cluster="secured", relied_on={})
+
+
+def test_cli_through_the_brokers(secured: Secured, capsys, monkeypatch, tmp_path):
+    """The CLI's acl-add / acls / quota-alter / quotas with --bootstrap-server and --command-config (admin over SASL)
+    reach this engine; what they list is what Kafka's tools list."""
+    from core.cli import main
+    from core.security.acls import parse_list_text as parse
+
+    s = secured
+    monkeypatch.setenv("KEEL_STORE", str(tmp_path / "keel.sqlite"))
+    monkeypatch.setenv("KEEL_ACTOR", "sam")
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=" + PLAIN
+                     + f' required username="admin" password="{PASSWORDS["admin"]}";\n')
+    where = ["--bootstrap-server", s.sasl, "--command-config", str(props)]
+
+    def run(*argv):
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        assert all(p not in out + err for p in PASSWORDS.values())
+        return code, out, err
+
+    code, out, err = run("acl-add", *where, "--allow-principal", "User:bob", "--operation", "Read", "--topic", TOPIC)
+    assert code == 0, err
+    code, out, err = run("acls", *where)
+    assert code == 0, err
+    kafka_acls = s.tool("kafka.admin.AclCommand|org.apache.kafka.tools.AclCommand", "--bootstrap-server",
+                        s.plaintext, "--list")
+    assert parse(out) == parse(kafka_acls) and len(parse(out)) >= 1
+    code, out, err = run("quota-alter", *where, "--client-id", "c9", "--add-config", "producer_byte_rate=4096")
+    assert code == 0, err
+    code, out, err = run("quotas", *where)
+    assert code == 0, err
+    tool = s.tool("kafka.admin.ConfigCommand|org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
+                  s.plaintext, "--describe", "--entity-type", "clients")
+    clients = tuple(q for q in parse_describe_text(out) if q.entity.user is None)
+    assert QuotaEntity(client="c9") in {q.entity for q in clients} and clients == parse_describe_text(tool)
