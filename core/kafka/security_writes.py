@@ -50,6 +50,7 @@ __all__ = ["read_acls", "read_quotas", "add_acls", "remove_acls", "alter_quota"]
 
 SUPER_USERS, AUTHORIZER = "super.users", "authorizer.class.name"
 _ACLS_CHECK = "kafka-acls.sh --bootstrap-server HOST:PORT --list (or python -m core acls --bootstrap-server HOST:PORT)"
+_ALTER_CLUSTER = "ALTER on the cluster (kafka-acls --add --operation Alter --cluster)"
 SETTLE_SECONDS = 3.0  # how long a write waits for the answering broker to show it (see _settle)
 _QUOTAS_CHECK = "kafka-configs.sh --bootstrap-server HOST:PORT --describe --entity-type users (or clients)"
 
@@ -71,6 +72,13 @@ def _binding(acl) -> Binding | None:
                        acl.principal, acl.host, Operation[acl.operation.name], Permission[acl.permission_type.name])
     except KeyError:
         return None
+
+
+def _explained(refused: KafkaRefusal | None, need: str) -> KafkaRefusal | None:
+    """Kafka's refusal, with what Keel's principal lacks when it is an authorization refusal."""
+    if refused is not None and refused[0] == "CLUSTER_AUTHORIZATION_FAILED":
+        return refused[0], f"{refused[1]} (the principal Keel connects as needs {need})"
+    return refused
 
 
 def _ask(admin: KafkaAdmin, request, what: str):
@@ -155,9 +163,9 @@ def _create(admin: KafkaAdmin, bindings: Sequence[Binding]) -> KafkaRefusal | No
     request = CreateAclsRequest(creations=creations, min_version=3 if user else 0)
     answer = _ask(admin, request, "create the ACL bindings")
     for b, result in zip(bindings, answer.results):
-        refused = refusal(result.error_code, result.error_message)
+        refused = _explained(refusal(result.error_code, result.error_message), _ALTER_CLUSTER)
         if refused is not None:
-            return refused[0], f"{refused[1]} ({binding_label(b)})"
+            return refused[0], f"{refused[1]}: {binding_label(b)}"
     return None
 
 
@@ -169,13 +177,13 @@ def _delete(admin: KafkaAdmin, bindings: Sequence[Binding]) -> tuple[KafkaRefusa
     answer = _ask(admin, request, "delete the ACL bindings")
     unmatched = []
     for b, result in zip(bindings, answer.filter_results):
-        refused = refusal(result.error_code, result.error_message)
+        refused = _explained(refusal(result.error_code, result.error_message), _ALTER_CLUSTER)
         if refused is not None:
-            return (refused[0], f"{refused[1]} ({binding_label(b)})"), unmatched
+            return (refused[0], f"{refused[1]}: {binding_label(b)}"), unmatched
         for acl in result.matching_acls:
             refused = refusal(acl.error_code, acl.error_message)
             if refused is not None:
-                return (refused[0], f"{refused[1]} ({binding_label(b)})"), unmatched
+                return (refused[0], f"{refused[1]}: {binding_label(b)}"), unmatched
         if not result.matching_acls:
             unmatched.append(b)
     return None, unmatched
@@ -283,7 +291,10 @@ def alter_quota(admin: KafkaAdmin, store: Store, entity: QuotaEntity, values: Ma
                if v is None or old.get(k) != float(v)}
     if not changes:
         raise ValidationError(f"nothing to change: {label} already has these quotas")
-    send: Callable[..., KafkaRefusal | None] = partial(alter_client_quotas, admin, entity, changes)
+    def send(validate_only: bool = False) -> KafkaRefusal | None:
+        return _explained(alter_client_quotas(admin, entity, changes, validate_only=validate_only),
+                          "ALTER_CONFIGS on the cluster")
+
     _validate(send, f"the quota change of {label}")
     payload, rollback = records.quota_record(entity, changes, old)
     summary = records.quota_summary(entity, changes)

@@ -373,3 +373,32 @@ def test_cli_through_the_brokers(secured: Secured, capsys, monkeypatch, tmp_path
                   s.plaintext, "--describe", "--entity-type", "clients")
     clients = tuple(q for q in parse_describe_text(out) if q.entity.user is None)
     assert QuotaEntity(client="c9") in {q.entity for q in clients} and clients == parse_describe_text(tool)
+
+
+def test_kafka_refusals_become_typed_errors(secured: Secured):
+    """Keel connecting as bob, who may describe the cluster and its configs but not alter them: the quota change is
+    refused by Kafka's validate_only pass (nothing recorded, nothing changed); the ACL creation, which Kafka cannot
+    validate first, is recorded as failed with Kafka's refusal and creates nothing."""
+    s = secured
+    cluster = Resource(ResourceType.CLUSTER, "kafka-cluster")
+    reads = [Binding(cluster, "User:bob", "*", op, Permission.ALLOW)
+             for op in (Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS)]
+    wanted = Binding(Resource(ResourceType.TOPIC, "payments"), "User:bob", "*", Operation.READ, Permission.ALLOW)
+    with s.admin() as admin:
+        engine.add_acls(admin, s.store, reads, cluster="secured")
+        try:
+            with s.admin("bob") as keel:
+                before = len(s.store.actions("secured", limit=1000))
+                with pytest.raises(KafkaAdminError, match="CLUSTER_AUTHORIZATION_FAILED.*ALTER_CONFIGS"):
+                    engine.alter_quota(keel, s.store, QuotaEntity(user="bob"), {"producer_byte_rate": 1e6},
+                                       cluster="secured")
+                assert len(s.store.actions("secured", limit=1000)) == before
+                assert "producer_byte_rate" not in {k for q in engine.read_quotas(admin)
+                                                    if q.entity == QuotaEntity(user="bob") for k in q.values}
+                with pytest.raises(KafkaAdminError, match="CLUSTER_AUTHORIZATION_FAILED.*ALTER on") as refused:
+                    engine.add_acls(keel, s.store, [wanted], cluster="secured")
+                row = s.store.actions("secured", limit=1)[0]
+                assert (row.kind, row.status) == ("acl-add", "failed") and str(refused.value) in row.result
+                assert wanted not in engine.read_acls(admin).bindings
+        finally:
+            engine.remove_acls(admin, s.store, reads, cluster="secured", relied_on={})
