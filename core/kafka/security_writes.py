@@ -2,9 +2,10 @@
 the engine functions of core.security.model's docstring on a KafkaAdmin, the ZooKeeper engine's twin
 (core.zk.security_writes): same arguments, results, audit kinds, payloads and rollbacks.
 
-Reads: DescribeAcls (everything: an ANY filter) with the brokers' super.users and authorizer.class.name from
-describeConfigs of one broker (the Admin API shows what ZooKeeper cannot); DescribeClientQuotas (core.kafka.
-client_quotas), which never carries SCRAM credentials.
+Reads: DescribeAcls (everything: an ANY filter) with authorizer.class.name from describeConfigs of one broker;
+super.users stays unknown (None), as through ZooKeeper: a broker lists it but withholds its value (it is the
+authorizer's own setting, which Kafka describes as of unknown type, hence sensitive). DescribeClientQuotas
+(core.kafka.client_quotas) never carries SCRAM credentials.
 
 Writes, as core.kafka.topic_writes does them: the input is validated (pure, core.security), the live state is read
 again right before writing (the Admin API has no compare-and-set) and the write computed against it, Kafka
@@ -95,9 +96,8 @@ def _ask(admin: KafkaAdmin, request, what: str):
 
 
 def _broker_settings(admin: KafkaAdmin) -> tuple[tuple[str, ...] | None, str | None]:
-    """(super.users, authorizer.class.name) of one live broker; None for what it did not describe. Kafka 3.9's
-    brokers describe authorizer.class.name but not super.users, which is the authorizer's own setting, outside
-    KafkaConfig's definitions (DescribeConfigs answers only those): it stays unknown unless a broker lists it."""
+    """(super.users, authorizer.class.name) of one live broker; None for what it did not describe or withheld.
+    Kafka 3.9 and 4.x list super.users with no value (module doc): unknown, unless a broker ever gives it."""
     brokers = sorted(int(b["broker_id"]) for b in admin.describe_cluster().get("brokers") or ())
     for broker in brokers[:2]:
         answer = admin.broker_configs([broker], [SUPER_USERS, AUTHORIZER]).get(broker)
