@@ -158,6 +158,9 @@ FOLDER_GROUPS = {"kafka": "kafka", "fleet": "spark"}
 # The real ZooKeeper -> KRaft migrations: in the kraft group, after (not beside) the KRaft clusters' tests: four more
 # JVMs starting at once beside the ZooKeeper-mode cluster's rolling restart left it leaderless for a poll (CI).
 MIGRATION_TESTS = {"tests/kafka/test_migration_real.py"}
+# Modules with a secured one-node cluster of their own (not the shared one): each in a group of its own, beside the
+# kafka and kraft groups rather than after them
+OWN_CLUSTER_TESTS = {"tests/kafka/test_security_zk_real.py", "tests/kafka/test_security_kraft.py"}
 # Tests that start Spark through the app (the Fleet page's Run job), which no fixture shows: marked spark and run on
 # the spark group's worker, not beside a second Spark.
 SPARK_TESTS = {"tests/e2e/test_e2e_layout.py::test_fleet_after_generating_a_demo_and_its_ranking"}
@@ -203,6 +206,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.nodeid.split("::")[0] in MIGRATION_TESTS:
             # each test migrates a cluster of its own (three brokers and a controller)
             item.add_marker(pytest.mark.xdist_group("kraft"))
+        elif item.nodeid.split("::")[0] in OWN_CLUSTER_TESTS:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         elif folder == "kafka" and "kraft" in item.fixturenames:
             # the KRaft clusters (tests/kafka/conftest.py `kraft`) beside, not after, the ZooKeeper-mode one
             item.add_marker(pytest.mark.xdist_group("kraft"))

@@ -122,6 +122,7 @@ class Acting:
 
 
 _ACTING: ContextVar[Acting | None] = ContextVar("keel_acting", default=None)
+_UNDONE_IN_KIND = ("acl-add", "acl-remove", "quota-alter")  # kinds whose undo (core.cluster.security) is linked
 _ROLLBACK_OF: ContextVar[int | None] = ContextVar("keel_rollback_of", default=None)
 
 
@@ -216,13 +217,15 @@ class Store:
               rollback: Any = None, actor: str | None = None, source: str | None = None, role: str | None = None,
               rollback_of: int | None = None) -> int:
         """Record an action about to be written (pending). Within `recording_rollback_of(n)`, a "reassignment"
-        is recorded as a "rollback" of action n."""
+        is recorded as a "rollback" of action n, an ACL or quota change as linked to n (its undo)."""
         now = _ACTING.get()
         linked = _ROLLBACK_OF.get()
         if rollback_of is None and linked is not None and kind == "reassignment":
             kind, rollback_of = "rollback", linked
             if summary.startswith("reassignment of "):  # History says what it is
                 summary = f"rollback of action #{linked}: " + summary.removeprefix("reassignment of ")
+        elif rollback_of is None and linked is not None and kind in _UNDONE_IN_KIND:
+            rollback_of = linked  # an ACL / quota undo is the inverse write, of its own kind, linked
         with closing(self._connect()) as db, db:
             cur = db.execute(
                 "INSERT INTO actions (at, actor, cluster, kind, target, summary, payload, rollback, status, source,"

@@ -60,8 +60,9 @@ def cmd_acls(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(list_text(bindings))
         if acls.super_users is None:
-            print("note: the brokers' super.users are not in ZooKeeper: they may do everything, whatever these ACLs "
-                  "say", file=sys.stderr)
+            where = "are not in ZooKeeper" if acls.source == "zookeeper" else "are not shown by the brokers"
+            print(f"note: the brokers' super.users {where}: they may do everything, whatever these ACLs say",
+                  file=sys.stderr)
     return 0
 
 

@@ -59,9 +59,9 @@ def elections(handle: Handle) -> ModuleType:
 
 
 def security(handle: Handle) -> ModuleType:
-    """read_acls, read_quotas, add_acls, remove_acls, alter_quota (core.security.model's docstring). Through ZooKeeper
-    the brokers' super.users cannot be seen (Acls.super_users is None); through the brokers they come from a broker's
-    configuration."""
+    """read_acls, read_quotas, add_acls, remove_acls, alter_quota (core.security.model's docstring). Neither way
+    shows the brokers' super.users (Acls.super_users is None): ZooKeeper does not hold it, and a broker describes it
+    without its value (Kafka treats it as sensitive)."""
     if through_brokers(handle):
         from core.kafka import security_writes
 

@@ -46,10 +46,11 @@ def undo(handle: Handle, store: "Store", action_id: int, *, cluster: str, actor:
                               hint="undo it on the cluster it changed")
     kind, arg = records.parse_rollback(action.rollback)
     engine = security(handle)
-    if kind == records.ACL_ADD:
-        return engine.add_acls(handle, store, arg, cluster=cluster, actor=actor)
-    if kind == records.ACL_REMOVE:
-        return engine.remove_acls(handle, store, arg, cluster=cluster, actor=actor, accept_risks=accept_risks,
-                                  relied_on=relied_on)
-    entity, values = arg
-    return engine.alter_quota(handle, store, entity, values, cluster=cluster, actor=actor)
+    with store.recording_rollback_of(action_id):  # History links the undo to what it undoes
+        if kind == records.ACL_ADD:
+            return engine.add_acls(handle, store, arg, cluster=cluster, actor=actor)
+        if kind == records.ACL_REMOVE:
+            return engine.remove_acls(handle, store, arg, cluster=cluster, actor=actor, accept_risks=accept_risks,
+                                      relied_on=relied_on)
+        entity, values = arg
+        return engine.alter_quota(handle, store, entity, values, cluster=cluster, actor=actor)

@@ -11,7 +11,7 @@ same functions on their handle (ZkSession | KafkaAdmin):
     read_acls(handle) -> Acls
     read_quotas(handle) -> tuple[Quota, ...]          # never a SCRAM credential
     add_acls(handle, store, bindings, *, cluster, actor=None) -> core.writes.Applied
-    remove_acls(handle, store, bindings, *, cluster, actor=None, accept_risks=False) -> Applied
+    remove_acls(handle, store, bindings, *, cluster, actor=None, accept_risks=False, relied_on=None) -> Applied
     alter_quota(handle, store, entity, values, *, cluster, actor=None) -> Applied   # values: {key: float | None}
 """
 

@@ -221,6 +221,9 @@ def test_undo_of_acl_changes_through_the_same_engine(session, store):
     undone = undo(session, store, added.action_id, cluster="c1")
     assert sw.read_acls(session).bindings == ()
     assert store.action(undone.action_id).kind == "acl-remove"
+    # History links the undo to what it undid, both ways
+    assert store.action(undone.action_id).rollback_of == added.action_id
+    assert store.action(added.action_id).rolled_back_by
     undo(session, store, undone.action_id, cluster="c1")
     assert sw.read_acls(session).bindings == (a,)
     with pytest.raises(ValidationError, match="cluster c1"):
