@@ -1,0 +1,147 @@
+"""Who may do what (issue 29), drawn: the tables of the Security page and the "who may" section of a topic's page.
+
+The engine decides: the bindings and quotas come from the cluster's engine (core.cluster.engines.security: ZooKeeper
+or the brokers' Admin API), what they mean from core.security.acls (Kafka's authorizer) and core.security.quotas
+(Kafka's eight quota levels). Nothing here resolves a right or a quota itself; these functions lay the answers out.
+Quota values are the only config values shown: the reader keeps SCRAM credentials (same /config/users nodes) out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from core.cluster import engines
+from core.errors import KeelError
+from core.security import acls as authz
+from core.security import quotas as q
+from core.security.model import QUOTA_KEYS, Acls, Binding, Operation, Quota, ResourceType
+from dashboard.text import md, md_text
+
+BINDING_COLUMNS = ["Resource type", "Pattern", "Resource", "Principal", "Host", "Operation", "Permission"]
+QUOTA_COLUMNS = ["Entity", "User", "Client id", *QUOTA_KEYS]
+RIGHT_COLUMNS = ["Resource type", "Pattern", "Resource", "Operation", "Permission", "Through binding"]
+WHO_COLUMNS = ["Operation", "Allowed", "Denied", "Through bindings"]
+# what a topic's page answers (the spec's five, the config pair too: an SRE asks "who may change retention")
+TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.DESCRIBE, Operation.ALTER, Operation.DELETE,
+                    Operation.CREATE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS)
+
+
+@dataclass(frozen=True)
+class Security:
+    """What the cluster's engine read: every binding, and the quotas (never a credential)."""
+
+    acls: Acls
+    quotas: tuple[Quota, ...]
+
+
+def read(conn) -> Security:
+    """Bindings and quotas, read now through the connection's handle (ZkSession or KafkaAdmin); KeelError when the
+    cluster cannot be read. Not cached: an ACL change moves no snapshot, and the page shows what is there now."""
+    handle = conn.write_session()
+    engine = engines.security(handle)
+    return Security(engine.read_acls(handle), tuple(engine.read_quotas(handle)))
+
+
+def super_users_note(a: Acls) -> str:
+    """What the brokers' super.users mean for every answer on the page (they pass every check)."""
+    if a.super_users is None:
+        return ("The brokers' `super.users` cannot be seen from ZooKeeper (they are in each broker's "
+                "server.properties): they may do everything, whatever the bindings say.")
+    if not a.super_users:
+        return "No `super.users` are configured on the brokers."
+    return "`super.users` (may do everything, whatever the bindings say): " + ", ".join(md(u) for u in a.super_users)
+
+
+def no_acl_note(a: Acls) -> str:
+    return ("A resource with no binding at all is refused to everyone but super users, unless the brokers set "
+            "`allow.everyone.if.no.acl.found=true`.")
+
+
+def binding_text(b: Binding) -> str:
+    """One binding in a line, as kafka-acls words it."""
+    r = b.resource
+    return (f"{b.permission.name} {b.principal} {b.operation.name} on {r.type.name} "
+            f"{r.pattern.name.lower()} '{r.name}' from {b.host}")
+
+
+def binding_frame(bindings) -> pd.DataFrame:
+    rows = [{"Resource type": b.resource.type.name, "Pattern": b.resource.pattern.name, "Resource": b.resource.name,
+             "Principal": b.principal, "Host": b.host, "Operation": b.operation.name, "Permission": b.permission.name}
+            for b in bindings]
+    return pd.DataFrame(rows, columns=BINDING_COLUMNS)
+
+
+def sorted_bindings(bindings) -> list[Binding]:
+    return sorted(bindings, key=lambda b: (b.resource.key, b.principal, b.host, b.operation.name, b.permission.name))
+
+
+def quota_frame(quotas) -> pd.DataFrame:
+    """One row per quota entity; a key the entity does not set is empty."""
+    rows = []
+    for quota in sorted(quotas, key=lambda x: x.entity):
+        e = quota.entity
+        row = {"Entity": q.entity_label(e), "User": e.user or "", "Client id": e.client or ""}
+        row.update({k: quota.values.get(k) for k in QUOTA_KEYS})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=QUOTA_COLUMNS)
+
+
+def effective_frame(quotas, user: str, client: str) -> pd.DataFrame:
+    """Per key, the quota Kafka applies to (user, client) and the level it came from (core.security.quotas)."""
+    found = q.effective(quotas, user, client)
+    rows = []
+    for k in QUOTA_KEYS:
+        hit = found.get(k)
+        rows.append({"Key": k, "Value": None if hit is None else hit[0],
+                     "From": "no quota at any level: unlimited" if hit is None else q.entity_label(hit[1])})
+    return pd.DataFrame(rows, columns=["Key", "Value", "From"])
+
+
+def rights_frame(a: Acls, principal: str) -> pd.DataFrame:
+    rows = [{"Resource type": r.resource.type.name, "Pattern": r.resource.pattern.name, "Resource": r.resource.name,
+             "Operation": r.operation.name, "Permission": r.permission.name,
+             "Through binding": binding_text(r.binding)} for r in authz.rights_of(a, principal)]
+    return pd.DataFrame(rows, columns=RIGHT_COLUMNS)
+
+
+def who_frame(a: Acls, type_: ResourceType, name: str) -> pd.DataFrame:
+    """Per operation: the principals named in bindings who end up allowed (deny applied), who is denied, and the
+    bindings behind both (core.security.acls.who_may / principals_allowed)."""
+    access = authz.who_may(a, type_, name)
+    rows = []
+    for op in TOPIC_OPERATIONS:
+        acc = access.get(op)
+        if acc is None:
+            continue
+        allowed = sorted(authz.principals_allowed(a, op, type_, name))
+        denied = sorted({b.principal for b in acc.denied})
+        rows.append({"Operation": op.name, "Allowed": ", ".join(allowed) or "nobody (but super users)",
+                     "Denied": ", ".join(denied),
+                     "Through bindings": "; ".join(binding_text(b) for b in (*acc.denied, *acc.allowed))})
+    return pd.DataFrame(rows, columns=WHO_COLUMNS)
+
+
+def who_table(a: Acls, type_: ResourceType, name: str, *, key: str) -> None:
+    st.dataframe(who_frame(a, type_, name), hide_index=True, key=key,
+                 column_config={"Allowed": st.column_config.TextColumn(width="medium"),
+                                "Through bindings": st.column_config.TextColumn(width="large")})
+
+
+def topic_access(conn, topic: str) -> None:
+    """A topic page's section: who may read, write, describe, alter, delete it (the hook in views/topics.py).
+    A cluster whose ACLs cannot be read says why and the rest of the page is unaffected."""
+    with st.expander("Who may use this topic (ACLs)", icon=":material/shield_person:"):
+        try:
+            sec = read(conn)
+        except KeelError as e:
+            st.caption(f"The ACLs could not be read: {md_text(e)}")
+            return
+        if not sec.acls.bindings:
+            st.caption("The cluster has no ACL bindings. " + no_acl_note(sec.acls))
+        else:
+            who_table(sec.acls, ResourceType.TOPIC, topic, key="topic_who_may")
+        st.caption(super_users_note(sec.acls) + " " + no_acl_note(sec.acls))
+        st.page_link("views/security.py", label="All bindings on the Security page", icon=":material/shield:")
