@@ -58,6 +58,19 @@ def elections(handle: Handle) -> ModuleType:
     return election_writes
 
 
+def security(handle: Handle) -> ModuleType:
+    """read_acls, read_quotas, add_acls, remove_acls, alter_quota (core.security.model's docstring). Through ZooKeeper
+    the brokers' super.users cannot be seen (Acls.super_users is None); through the brokers they come from a broker's
+    configuration."""
+    if through_brokers(handle):
+        from core.kafka import security_writes
+
+        return security_writes
+    from core.zk import security_writes
+
+    return security_writes
+
+
 def live_snapshot(handle: Handle, *, states: bool = False) -> ClusterSnapshot:
     """The cluster as it is now, for drafting a write. Through ZooKeeper the partition states (leader, ISR: one
     znode per partition) are read only with `states`; the brokers always answer them."""
