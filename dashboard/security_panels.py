@@ -60,13 +60,6 @@ def no_acl_note(a: Acls) -> str:
             "`allow.everyone.if.no.acl.found=true`.")
 
 
-def binding_text(b: Binding) -> str:
-    """One binding in a line, as kafka-acls words it."""
-    r = b.resource
-    return (f"{b.permission.name} {b.principal} {b.operation.name} on {r.type.name} "
-            f"{r.pattern.name.lower()} '{r.name}' from {b.host}")
-
-
 def binding_frame(bindings) -> pd.DataFrame:
     rows = [{"Resource type": b.resource.type.name, "Pattern": b.resource.pattern.name, "Resource": b.resource.name,
              "Principal": b.principal, "Host": b.host, "Operation": b.operation.name, "Permission": b.permission.name}
@@ -81,7 +74,7 @@ def sorted_bindings(bindings) -> list[Binding]:
 def quota_frame(quotas) -> pd.DataFrame:
     """One row per quota entity; a key the entity does not set is empty."""
     rows = []
-    for quota in sorted(quotas, key=lambda x: x.entity):
+    for quota in quotas:  # in the reader's order (users, then client ids)
         e = quota.entity
         row = {"Entity": q.entity_label(e), "User": e.user or "", "Client id": e.client or ""}
         row.update({k: quota.values.get(k) for k in QUOTA_KEYS})
@@ -103,7 +96,7 @@ def effective_frame(quotas, user: str, client: str) -> pd.DataFrame:
 def rights_frame(a: Acls, principal: str) -> pd.DataFrame:
     rows = [{"Resource type": r.resource.type.name, "Pattern": r.resource.pattern.name, "Resource": r.resource.name,
              "Operation": r.operation.name, "Permission": r.permission.name,
-             "Through binding": binding_text(r.binding)} for r in authz.rights_of(a, principal)]
+             "Through binding": authz.binding_label(r.binding)} for r in authz.rights_of(a, principal)]
     return pd.DataFrame(rows, columns=RIGHT_COLUMNS)
 
 
@@ -120,7 +113,7 @@ def who_frame(a: Acls, type_: ResourceType, name: str) -> pd.DataFrame:
         denied = sorted({b.principal for b in acc.denied})
         rows.append({"Operation": op.name, "Allowed": ", ".join(allowed) or "nobody (but super users)",
                      "Denied": ", ".join(denied),
-                     "Through bindings": "; ".join(binding_text(b) for b in (*acc.denied, *acc.allowed))})
+                     "Through bindings": "; ".join(authz.binding_label(b) for b in (*acc.denied, *acc.allowed))})
     return pd.DataFrame(rows, columns=WHO_COLUMNS)
 
 

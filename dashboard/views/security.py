@@ -12,7 +12,6 @@ import pandas as pd
 import streamlit as st
 
 from core.cluster import engines
-from core.cluster import security as cluster_security
 from core.errors import KeelError
 from core.policy.access import Role
 from core.security import acls as authz
@@ -64,11 +63,12 @@ def _add(bindings: tuple[Binding, ...], context: str, form: actions.FormGuard) -
     _write("acl-add", "ACL bindings", work, context, form)
 
 
-def _remove(bindings: tuple[Binding, ...], accept: bool, context: str, form: actions.FormGuard) -> None:
-    def work() -> str:
+def _remove(bindings: tuple[Binding, ...], accepted: list[str], context: str, form: actions.FormGuard) -> None:
+    def work() -> str:  # the engine re-reads the bindings and refuses a risk that was not accepted by its text
         h = conn.write_session()
         return _done(engines.security(h).remove_acls(h, actions.store(), bindings, cluster=ctx.cluster.name,
-                                                     actor=actions.actor(), accept_risks=accept))
+                                                     actor=actions.actor(), accept_risks=accepted,
+                                                     relied_on=_relied_on()))
     _write("acl-remove", "ACL bindings", work, context, form)
 
 
@@ -80,8 +80,17 @@ def _alter_quota(entity: QuotaEntity, values: dict, context: str, form: actions.
     _write("quota-alter", q.entity_label(entity), work, context, form)
 
 
+def _relied_on() -> dict[str, str]:
+    """The principals Keel itself connects as (core.cluster.security): removing their last ALLOW is a named risk."""
+    from core.cluster import security as cluster_security
+
+    return dict(cluster_security.relied_on(ctx.cluster))
+
+
 def _undo(action_id: int, context: str, form: actions.FormGuard) -> None:
     def work() -> str:
+        from core.cluster import security as cluster_security
+
         h = conn.write_session()
         return _done(cluster_security.undo(h, actions.store(), action_id, cluster=ctx.cluster.name,
                                            actor=actions.actor()))
@@ -128,7 +137,7 @@ def bindings_section() -> None:
     st.caption(f"{len(shown):,} of {len(acls_.bindings):,} bindings"
                + ("" if reason else " · select rows to remove them"))
     df = panels.binding_frame(shown)
-    table_key = "sec_bindings::" + actions.fingerprint([panels.binding_text(b) for b in shown])
+    table_key = "sec_bindings::" + actions.fingerprint([authz.binding_label(b) for b in shown])
     event = st.dataframe(df, hide_index=True, key=table_key, on_select="rerun", selection_mode="multi-row",
                          height=min(460, 38 + 35 * max(len(df), 1)))
     if name and type_ != ANY:
@@ -148,14 +157,13 @@ def remove_form(removing: tuple[Binding, ...]) -> None:
     st.subheader(f"Remove {len(removing)} binding(s)", anchor=False)
     actions.show_blocked(reason)
     st.dataframe(panels.binding_frame(removing), hide_index=True, key="sec_remove_preview")
-    relied = cluster_security.relied_on(ctx.cluster)
-    risks = authz.removal_risks(acls_, removing, relied)
-    context = actions.fingerprint([panels.binding_text(b) for b in removing], risks)
-    ok, _ = _confirm(f"Remove these {len(removing)} binding(s) from **{md(ctx.cluster.name)}**",
+    risks = authz.removal_risks(acls_, removing, _relied_on())
+    context = actions.fingerprint([authz.binding_label(b) for b in removing], risks)
+    ok, accepted = _confirm(f"Remove these {len(removing)} binding(s) from **{md(ctx.cluster.name)}**",
                      f"sec_remove_confirm::{context}", risks)
     st.button("Remove bindings", type="primary", key="sec_remove_apply", icon=":material/remove_moderator:",
               disabled=reason is not None or not ok, help=reason, on_click=_remove,
-              args=(removing, bool(risks), context, actions.guard(confirm=f"sec_remove_confirm::{context}")))
+              args=(removing, accepted, context, actions.guard(confirm=f"sec_remove_confirm::{context}")))
     actions.show(RESULT, scope="acl-remove", context=context)
 
 
@@ -199,7 +207,7 @@ def add_form() -> None:
         actions.show(RESULT, scope="acl-add")
         return
     st.dataframe(panels.binding_frame(new), hide_index=True, key="sec_add_preview")
-    context = actions.fingerprint([panels.binding_text(b) for b in new])
+    context = actions.fingerprint([authz.binding_label(b) for b in new])
     ok, _ = _confirm(f"Add these {len(new)} binding(s) to **{md(ctx.cluster.name)}**", f"sec_add_confirm::{context}")
     st.button("Add bindings", type="primary", key="sec_add_apply", icon=":material/add_moderator:",
               disabled=reason is not None or not ok, help=reason, on_click=_add,
