@@ -229,13 +229,14 @@ def run_command(args: argparse.Namespace) -> int:
 
 # --- writes: through the gate (core.policy.gate), as the CLI's identity ---------------------------------------------
 
-# The commands that write and the kind each records (core.policy.access.needed_role: delete-topic and rollback need
-# admin).
+# The commands that write and the kind each records (core.policy.access.needed_role: delete-topic, rollback and the
+# ACL / quota commands need admin).
 WRITE_COMMANDS = {"create-topic": "create-topic", "add-partitions": "add-partitions", "alter-config": "alter-config",
                   "delete-topic": "delete-topic", "elect": "preferred-election", "execute": "reassignment",
                   "verify": "remove-throttles", "rollback": "rollback", "cancel": "cancel-reassignment",
                   "log-dirs-execute": "log-dir-move", "throttle": "throttle",
-                  "auto-throttle": "throttle"}
+                  "auto-throttle": "throttle", "acl-add": "acl-add", "acl-remove": "acl-remove",
+                  "quota-alter": "quota-alter", "security-undo": "security-undo"}
 
 
 @dataclass(frozen=True)

@@ -74,8 +74,9 @@ PROXY_SECRET_ENV = "KEEL_PROXY_SECRET"
 MIN_SECRET_CHARS = 16
 MAX_HEADER_CHARS = 512
 
-# What each kind of action needs: deleting a topic and rolling back are the admin's; every other write the operator's.
-ADMIN_ACTIONS = ("delete-topic", "rollback")
+# What each kind of action needs: deleting a topic, rolling back, and changing who may do what (ACLs, client quotas, and
+# undoing such a change) are the admin's; every other write the operator's.
+ADMIN_ACTIONS = ("delete-topic", "rollback", "acl-add", "acl-remove", "quota-alter", "security-undo")
 
 
 class AccessSettingError(ValidationError):
@@ -408,7 +409,7 @@ def needed_role(kind: str) -> Role:
 
 
 _WHAT = {Role.OPERATOR: "only an operator may write to ZooKeeper",
-         Role.ADMIN: "only an admin may delete topics or roll back reassignments"}
+         Role.ADMIN: "only an admin may delete topics, roll back reassignments or change ACLs and quotas"}
 
 
 def check(who: Identity, config: "KeelConfig", cluster: str | None, needed: Role, action: str, *,

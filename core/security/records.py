@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from core.errors import ValidationError
+from core.security.acls import binding_label
+from core.security.quotas import entity_label
 from core.security.model import (QUOTA_KEYS, Binding, Operation, PatternType, Permission, QuotaEntity, Resource,
                                  ResourceType)
 
@@ -50,13 +52,6 @@ def entity_from_dict(d: Mapping[str, Any]) -> QuotaEntity:
     return QuotaEntity(d.get("user"), d.get("client"))
 
 
-def binding_text(b: Binding) -> str:
-    """One line for summaries: "User:alice ALLOW WRITE on TOPIC orders (LITERAL) from *"."""
-    r = b.resource
-    return (f"{b.principal} {b.permission.name} {b.operation.name} on {r.type.name} {r.name} ({r.pattern.name}) "
-            f"from {b.host}")
-
-
 def target_text(bindings: Iterable[Binding]) -> str:
     """The resources a change touches, for the store's target column: "TOPIC orders, GROUP g (PREFIXED)"."""
     seen = dict.fromkeys(
@@ -68,7 +63,7 @@ def target_text(bindings: Iterable[Binding]) -> str:
 def acl_summary(kind: str, bindings: Iterable[Binding]) -> str:
     done = sorted(bindings, key=lambda b: (b.resource.key, b.principal, b.operation.name, b.permission.name, b.host))
     verb = "added" if kind == ACL_ADD else "removed"
-    return f"{verb} {len(done)} ACL binding(s): " + "; ".join(binding_text(b) for b in done)
+    return f"{verb} {len(done)} ACL binding(s): " + "; ".join(binding_label(b) for b in done)
 
 
 def acl_record(kind: str, bindings: Iterable[Binding]) -> tuple[dict, dict]:
@@ -82,16 +77,6 @@ def acl_record(kind: str, bindings: Iterable[Binding]) -> tuple[dict, dict]:
 
 def _value_text(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else repr(float(v))
-
-
-def entity_label(e: QuotaEntity) -> str:
-    """"user alice, client-id c1", "default user", "client-id c1"."""
-    parts = []
-    if e.user is not None:
-        parts.append("default user" if e.user == "<default>" else f"user {e.user}")
-    if e.client is not None:
-        parts.append("default client-id" if e.client == "<default>" else f"client-id {e.client}")
-    return ", ".join(parts)
 
 
 def quota_summary(entity: QuotaEntity, values: Mapping[str, float | None]) -> str:

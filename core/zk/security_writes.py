@@ -26,7 +26,10 @@ from core.errors import (CorruptZnodeError, ValidationError, ZkBadVersionError, 
                          ZkNoNodeError, ZkNotEmptyError)
 from core.security import records
 from core.security import znodes as zn
-from core.security.model import QUOTA_KEYS, Acls, Binding, PatternType, Quota, QuotaEntity, Resource
+from core.security.acls import binding_label, removal_risks, validate_bindings
+from core.security.quotas import entity_label, validate, values_of
+from core.security.model import Acls, Binding, PatternType, Quota, QuotaEntity, Resource
+from core.topics.drafts import require_accepted
 from core.writes import Applied, changed_meanwhile
 from core.zk.session import Op, ZkSession
 
@@ -68,16 +71,12 @@ def _binding_key(b: Binding):
     return (b.resource.key, b.principal, b.operation.name, b.permission.name, b.host)
 
 
-def _values(config: Mapping[str, str], path: str) -> dict[str, float]:
-    """The quota values of a config node (QUOTA_KEYS only: SCRAM credentials and anything else left out)."""
-    out = {}
-    for key in QUOTA_KEYS:
-        if key in config:
-            try:
-                out[key] = float(config[key])
-            except ValueError:
-                raise CorruptZnodeError(path, f"{key} is not a number") from None
-    return out
+def _values(data: bytes | None, path: str) -> dict[str, float]:
+    """The quota values of a config node (core.security.quotas.values_of: SCRAM credentials never leave it)."""
+    try:
+        return values_of(zf.decode_config(data, path))
+    except ValidationError as e:
+        raise CorruptZnodeError(path, e.message) from None
 
 
 def _quota_nodes(session: ZkSession) -> list[tuple[QuotaEntity, str]]:
@@ -97,7 +96,7 @@ def read_quotas(session: ZkSession) -> tuple[Quota, ...]:
     nodes = _quota_nodes(session)
     out = []
     for (entity, path), node in zip(nodes, session.get_many([p for _, p in nodes])):
-        values = _values(zf.decode_config(node.data, path), path)
+        values = _values(node.data, path)
         if values:
             out.append(Quota(entity, values))
     return tuple(sorted(out, key=lambda q: _entity_key(q.entity)))
@@ -161,8 +160,6 @@ def add_acls(session: ZkSession, store: Store, bindings: Iterable[Binding], *, c
              actor: str | None = None) -> Applied:
     """kafka-acls --add: each resource's node gets the new bindings (those it already holds are left as they are);
     ValidationError when every one is there already or one is invalid."""
-    from core.security.acls import validate_bindings
-
     wanted = frozenset(bindings)
     if not wanted:
         raise ValidationError("no ACL binding to add")
@@ -193,9 +190,6 @@ def remove_acls(session: ZkSession, store: Store, bindings: Iterable[Binding], *
     """kafka-acls --remove of these exact bindings. Refused (ValidationError) when one of them does not exist, and
     (RiskNotAcceptedError) when the removal takes away the last ALLOW a principal Keel or the brokers rely on had
     (core.security.acls.removal_risks; `relied_on`: principal -> why, e.g. Keel's own) unless the risk is accepted."""
-    from core.security.acls import removal_risks
-    from core.topics.drafts import require_accepted
-
     removing = frozenset(bindings)
     if not removing:
         raise ValidationError("no ACL binding to remove")
@@ -204,7 +198,7 @@ def remove_acls(session: ZkSession, store: Store, bindings: Iterable[Binding], *
     present = set(live.bindings)
     missing = sorted(removing - present, key=_binding_key)
     if missing:
-        raise ValidationError("no such ACL binding: " + "; ".join(records.binding_text(b) for b in missing),
+        raise ValidationError("no such ACL binding: " + "; ".join(binding_label(b) for b in missing),
                               hint="`acls` lists the bindings as they are now; nothing was written")
     require_accepted(removal_risks(live, removing, relied_on or {}), accept_risks)
     now = _live_resources(session, (b.resource for b in removing))
@@ -228,22 +222,17 @@ def alter_quota(session: ZkSession, store: Store, entity: QuotaEntity, values: M
     The entity's node keeps everything else it holds (a user's SCRAM credentials); a node left empty and without
     children is deleted, as AdminZkClient does. ValidationError for an unknown key, a bad value, deleting a key
     that is not set, or a change that changes nothing."""
-    from core.security.quotas import validate
-
-    zn.check_entity(entity)
     values = dict(values)
     if not values:
         raise ValidationError("no quota to set or delete", hint="give --add-config key=value or --delete-config key")
-    unknown = sorted(k for k in values if k not in QUOTA_KEYS)
-    if unknown:
-        raise ValidationError(f"Invalid config(s): {', '.join(unknown)}", hint="quota keys: " + ", ".join(QUOTA_KEYS))
-    validate(entity, {k: v for k, v in values.items() if v is not None})
-    label = records.entity_label(entity)
+    validate(entity, values)
+    zn.check_entity(entity)
+    label = entity_label(entity)
     _prepare(session, f"alter the quotas of {label}")
     path = zn.quota_path(entity)
     node = session.get(path)
     config = zf.decode_config(node.data, path)
-    old = _values(config, path)
+    old = _values(node.data, path)
     not_set = sorted(k for k, v in values.items() if v is None and k not in old)
     if not_set:  # ConfigCommand's wording for deleting what is not there
         raise ValidationError(f"Invalid config(s): {', '.join(not_set)}", hint=f"{label} has no such quota set")
