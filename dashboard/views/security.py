@@ -12,17 +12,18 @@ import pandas as pd
 import streamlit as st
 
 from core.cluster import engines
+from core.cluster import security as cluster_security
 from core.errors import KeelError
 from core.policy.access import Role
 from core.security import acls as authz
 from core.security import quotas as q
+from core.security import records
 from core.security.model import (CLUSTER_NAME, DEFAULT, QUOTA_KEYS, Binding, Operation, PatternType, Permission,
                                  QuotaEntity, Resource, ResourceType)
 from dashboard import actions, frame, security_panels as panels, ui
 from dashboard.text import md, md_text
 
 RESULT = "security_action_result"
-KINDS = ("acl-add", "acl-remove", "quota-alter")  # the store's kinds of the security writes
 ANY = "any"
 
 ctx = frame.page_context()
@@ -81,20 +82,17 @@ def _alter_quota(entity: QuotaEntity, values: dict, context: str, form: actions.
 
 
 def _relied_on() -> dict[str, str]:
-    """The principals Keel itself connects as (core.cluster.security): removing their last ALLOW is a named risk."""
-    from core.cluster import security as cluster_security
+    """The principal Keel itself connects to the brokers as (its SASL user): removing its last ALLOW is a named
+    risk."""
+    return cluster_security.relied_on(ctx.cluster.kafka_security)
 
-    return dict(cluster_security.relied_on(ctx.cluster))
 
-
-def _undo(action_id: int, context: str, form: actions.FormGuard) -> None:
+def _undo(action_id: int, accepted: list[str], context: str, form: actions.FormGuard) -> None:
     def work() -> str:
-        from core.cluster import security as cluster_security
-
         h = conn.write_session()
         return _done(cluster_security.undo(h, actions.store(), action_id, cluster=ctx.cluster.name,
-                                           actor=actions.actor()))
-    _write("undo", f"action #{action_id}", work, context, form)
+                                           actor=actions.actor(), accept_risks=accepted, relied_on=_relied_on()))
+    _write("security-undo", f"action #{action_id}", work, context, form)
 
 
 def _confirm(label: str, key: str, risks=()) -> tuple[bool, list[str]]:
@@ -103,7 +101,7 @@ def _confirm(label: str, key: str, risks=()) -> tuple[bool, list[str]]:
     for risk in risks:
         st.warning(f"**Risk:** {md(risk)}", icon=":material/report:")
     ok = st.checkbox(label, key=key, disabled=reason is not None)
-    accepted = [r for r in risks if st.checkbox(f"I understand: {md(r)}", key=f"{key}::risk::{actions.fingerprint(r)}",
+    accepted = [r for r in risks if st.checkbox(f"I understand: {md(r)}", key=f"{key.split('::')[0]}_risk::{actions.fingerprint(key, r)}",
                                                 disabled=reason is not None)]
     return ok and len(accepted) == len(risks), accepted
 
@@ -301,26 +299,42 @@ def quota_form() -> None:
 
 def undo_section() -> None:
     try:
-        recorded = actions.store().actions(ctx.cluster.name, kind=list(KINDS), limit=50)
+        recorded = actions.store().actions(ctx.cluster.name, kind=list(records.KINDS), limit=50)
     except Exception as e:  # an unreadable store must not take the page down
         st.error(md_text(f"Cannot read the audit store: {type(e).__name__}: {e}"), icon=":material/database:")
         return
     undoable = [a for a in recorded if a.status == "applied" and a.rollback is not None and not a.rolled_back_by]
     if not undoable:
         st.caption("No recorded ACL or quota change of this cluster can be undone.")
-        actions.show(RESULT, scope="undo")
+        actions.show(RESULT, scope="security-undo")
         return
     chosen = st.selectbox("Recorded change", undoable, key="sec_undo_pick",
-                          format_func=lambda a: f"#{a.id} · {a.at} · {a.kind} · {a.summary}")
+                          format_func=lambda a: f"#{a.id} · {a.at} · {a.summary}")
     ui.action_link(chosen.id)
-    st.json(chosen.rollback, expanded=2)
+    try:
+        kind, arg = records.parse_rollback(chosen.rollback)
+    except KeelError as e:
+        actions.show_error(e)
+        return
+    risks: list[str] = []
+    if kind == records.QUOTA_ALTER:
+        entity, values = arg
+        st.markdown(f"Sets the quota of **{md(q.entity_label(entity))}** back:")
+        st.dataframe(pd.DataFrame([{"Key": k, "Back to": "(deleted)" if v is None else v}
+                                   for k, v in sorted(values.items())], columns=["Key", "Back to"]),
+                     hide_index=True, key="sec_undo_preview")
+    else:
+        st.markdown(f"{'Adds back' if kind == records.ACL_ADD else 'Removes'} {len(arg)} binding(s):")
+        st.dataframe(panels.binding_frame(arg), hide_index=True, key="sec_undo_preview")
+        if kind == records.ACL_REMOVE:
+            risks = authz.removal_risks(acls_, arg, _relied_on())
     actions.show_blocked(reason)
-    context = actions.fingerprint(chosen.id, chosen.rollback)
-    ok, _ = _confirm(f"Undo action #{chosen.id} ({md(chosen.summary)})", f"sec_undo_confirm::{context}")
+    context = actions.fingerprint(chosen.id, chosen.rollback, risks)
+    ok, accepted = _confirm(f"Undo action #{chosen.id}", f"sec_undo_confirm::{context}", risks)
     st.button("Undo", type="primary", key="sec_undo_apply", icon=":material/undo:",
               disabled=reason is not None or not ok, help=reason, on_click=_undo,
-              args=(chosen.id, context, actions.guard("sec_undo_pick", confirm=f"sec_undo_confirm::{context}")))
-    actions.show(RESULT, scope="undo", context=context)
+              args=(chosen.id, accepted, context, actions.guard("sec_undo_pick", confirm=f"sec_undo_confirm::{context}")))
+    actions.show(RESULT, scope="security-undo", context=context)
 
 
 with bindings_tab:

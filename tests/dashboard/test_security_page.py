@@ -305,7 +305,7 @@ def test_removing_the_brokers_last_cluster_action_needs_the_named_risk(secured, 
     assert "User:broker" in texts(at.warning)
     by_prefix(at.checkbox, "sec_remove_confirm::").check().run()
     assert at.button(key="sec_remove_apply").disabled  # the risk is not accepted yet
-    risk = next(c for c in at.checkbox if "::risk::" in (c.key or ""))
+    risk = by_prefix(at.checkbox, "sec_remove_confirm_risk::")
     risk.check().run()
     assert not at.button(key="sec_remove_apply").disabled
     assert dump_tree(sb.session, "/kafka-acl") == before and store.actions(kind="acl-remove") == []
