@@ -137,7 +137,7 @@ def bindings_section() -> None:
     df = panels.binding_frame(shown)
     table_key = "sec_bindings::" + actions.fingerprint([authz.binding_label(b) for b in shown])
     event = st.dataframe(df, hide_index=True, key=table_key, on_select="rerun", selection_mode="multi-row",
-                         height=min(460, 38 + 35 * max(len(df), 1)))
+                         height=min(460, 38 + 35 * max(len(df), 1)), column_config=panels.BINDING_WIDTHS)
     if name and type_ != ANY:
         st.markdown(f"**Who may use {md(type_.name.lower())} {md(repr(name.strip()))}**")
         panels.who_table(acls_, type_, name.strip(), key="sec_who")
@@ -199,11 +199,12 @@ def add_form() -> None:
         actions.show(RESULT, scope="acl-add")
         return
     new = tuple(b for b in adding if b not in set(acls_.bindings))
-    if len(new) < len(adding):
-        st.info(f"{len(adding) - len(new)} of these bindings exist already.", icon=":material/info:")
     if not new:  # e.g. just added: the outcome stays on screen
+        st.caption("Every one of these bindings exists (in the list above).")
         actions.show(RESULT, scope="acl-add")
         return
+    if len(new) < len(adding):
+        st.caption(f"{len(adding) - len(new)} of these bindings exist already: only the others are added.")
     st.dataframe(panels.binding_frame(new), hide_index=True, key="sec_add_preview")
     context = actions.fingerprint([authz.binding_label(b) for b in new])
     ok, _ = _confirm(f"Add these {len(new)} binding(s) to **{md(ctx.cluster.name)}**", f"sec_add_confirm::{context}")

@@ -94,7 +94,7 @@ def _table(at, *columns: str):
 
 
 def _bindings(at):
-    return _table(at, "Resource type", "Pattern", "Resource", "Principal", "Host", "Operation", "Permission")
+    return _table(at, "Principal", "Permission", "Operation", "Resource type", "Resource", "Pattern", "Host")
 
 
 def _rows(df, *cols) -> set[tuple]:
@@ -184,23 +184,25 @@ def test_a_principal_view_shows_each_right_and_its_binding(secured, zk_connect, 
 
 def test_quotas_and_the_effective_quota_with_its_level(secured, zk_connect, tmp_path, monkeypatch, store):
     at = _page(secured, zk_connect, tmp_path, monkeypatch)
-    quotas = _table(at, "Entity", "User", "Client id")
-    by_user = {(r["User"], r["Client id"]): r for _, r in quotas.iterrows()}
-    assert by_user[("alice", "")]["producer_byte_rate"] == 1048576
-    assert by_user[("alice", "loader")]["producer_byte_rate"] == 2048
-    assert by_user[("<default>", "")]["consumer_byte_rate"] == 4096
-    assert by_user[("", "<default>")]["request_percentage"] == 50
+    quotas = _table(at, "Entity", "producer_byte_rate").set_index("Entity")
+    assert quotas.loc["user alice", "producer_byte_rate"] == "1,048,576 B/s"
+    assert quotas.loc["user alice", "consumer_byte_rate"] == ""
+    assert quotas.loc["user alice, client-id loader", "producer_byte_rate"] == "2,048 B/s"
+    assert quotas.loc["default user", "consumer_byte_rate"] == "4,096 B/s"
+    assert quotas.loc["default client-id", "request_percentage"] == "50 %"
+    assert "user bob" not in quotas.index  # bob's node holds credentials only
 
     at.text_input(key="sec_eff_user").input("alice")
     at.text_input(key="sec_eff_client").input("loader").run()
     ok(at)
     eff = _table(at, "Key", "Value", "From").set_index("Key")
-    assert eff.loc["producer_byte_rate", "Value"] == 2048 and "loader" in eff.loc["producer_byte_rate", "From"]
-    assert eff.loc["consumer_byte_rate", "Value"] == 4096 and "default user" in eff.loc["consumer_byte_rate", "From"]
-    assert eff.loc["request_percentage", "Value"] == 50 and "default client" in eff.loc["request_percentage", "From"]
+    assert tuple(eff.loc["producer_byte_rate"]) == ("2,048 B/s", "user alice, client-id loader")
+    assert tuple(eff.loc["consumer_byte_rate"]) == ("4,096 B/s", "default user")
+    assert tuple(eff.loc["request_percentage"]) == ("50 %", "default client-id")
+    assert tuple(eff.loc["controller_mutation_rate"]) == ("unlimited", "no level sets it")
     at.text_input(key="sec_eff_client").input("other").run()
     eff = _table(at, "Key", "Value", "From").set_index("Key")
-    assert eff.loc["producer_byte_rate", "Value"] == 1048576 and "alice" in eff.loc["producer_byte_rate", "From"]
+    assert tuple(eff.loc["producer_byte_rate"]) == ("1,048,576 B/s", "user alice")
 
 
 PAGES = ["views/overview.py", "views/topics.py", "views/brokers.py", "views/broker.py", "views/leaders.py",
@@ -245,8 +247,8 @@ def test_an_admin_adds_a_binding_removes_it_and_undoes_the_removal(secured, zk_c
     sb, topic = secured
     at = _page(secured, zk_connect, tmp_path, monkeypatch)
     _add_form(at, "User:dave", topic, ["WRITE", "DESCRIBE"])
-    assert len([t for t in at.dataframe if list(t.value.columns)[:4] == ["Resource type", "Pattern", "Resource",
-                                                                         "Principal"]]) == 2
+    assert len([t for t in at.dataframe if list(t.value.columns)[:3] == ["Principal", "Permission",
+                                                                         "Operation"]]) == 2
     assert not errors(at)
     by_prefix(at.checkbox, "sec_add_confirm::").check().run()
     at.button(key="sec_add_apply").click().run()

@@ -72,6 +72,17 @@ def _settle(browser, timeout: float = 20) -> None:
     time.sleep(1.0)
 
 
+def _field(browser, key: str):
+    return wait_js(browser, f"return document.querySelector('.st-key-{key} input')", timeout=30,
+                   message=f"the field {key}")
+
+
+def _type(browser, key: str, text: str) -> None:
+    """Type into a text field and leave it (Tab commits it), then wait for the rerun."""
+    _field(browser, key).send_keys(text, Keys.TAB)
+    _settle(browser)
+
+
 def _no_secret(browser) -> None:
     text = browser.execute_script("return document.body.innerText") + browser.page_source
     assert not [s for s in SECRETS if s in text] and "stored_key" not in text
@@ -100,6 +111,11 @@ def test_the_security_page_shows_the_demo_and_no_credential(demo, url, browser, 
                    if label in t.text)
         tab.click()
         _settle(browser)
+        if label == "Principal":
+            field = wait_js(browser, "return document.querySelector('.st-key-sec_principal_typed input')",
+                            message="the principal field")
+            field.send_keys("User:analytics", Keys.TAB)
+            _settle(browser)
         if label == "Quotas":
             field = wait_js(browser, "return document.querySelector('.st-key-sec_eff_user input')",
                             message="the effective quota's user field")
@@ -112,16 +128,17 @@ def test_the_security_page_shows_the_demo_and_no_credential(demo, url, browser, 
 def test_an_admin_adds_a_binding_in_the_browser(demo, url, browser, tmp_path):
     browser.set_window_size(1600, 1300)
     browser.get(f"{url}/security")
-    principal = wait_js(browser, "return document.querySelector('.st-key-sec_add_principal input')", timeout=60,
-                        message="the add form")
+    wait_js(browser, "return document.querySelector('.st-key-sec_add_principal input')", timeout=60,
+            message="the add form")
     topic = next(t.name for t in demo.snapshot().topics if not t.name.startswith("_"))
-    principal.send_keys("User:frank", Keys.TAB)
-    name = browser.find_element(By.CSS_SELECTOR, ".st-key-sec_add_name input")
-    name.send_keys(topic, Keys.TAB)
-    ops = browser.find_element(By.CSS_SELECTOR, ".st-key-sec_add_ops input")
+    _type(browser, "sec_add_principal", "User:frank")
+    _type(browser, "sec_add_name", topic)
+    ops = _field(browser, "sec_add_ops")
     ops.click()
-    ops.send_keys("WRITE", Keys.ENTER)
+    ops.send_keys("READ", Keys.ENTER)  # no other operation contains READ: Enter takes it alone
     ops.send_keys(Keys.ESCAPE)
+    _settle(browser)
+    shot(browser, tmp_path, "security-add-form")
     box = wait_js(browser, "return document.querySelector('[class*=st-key-sec_add_confirm] label')", timeout=30,
                   message="the confirmation")
     time.sleep(0.5)
@@ -134,7 +151,7 @@ def test_an_admin_adds_a_binding_in_the_browser(demo, url, browser, tmp_path):
     wait_js(browser, "return document.body.innerText.includes('in History')", timeout=30, message="the outcome")
     shot(browser, tmp_path, "security-add-done")
     node = json.loads(demo.session.get(f"/kafka-acl/Topic/{topic}").data)
-    assert {"principal": "User:frank", "permissionType": "Allow", "operation": "Write", "host": "*"} in node["acls"]
+    assert {"principal": "User:frank", "permissionType": "Allow", "operation": "Read", "host": "*"} in node["acls"]
     link = browser.find_element(By.PARTIAL_LINK_TEXT, "in History")
     assert "action=" in link.get_attribute("href")
 
