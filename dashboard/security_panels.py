@@ -127,7 +127,7 @@ def who_frame(a: Acls, type_: ResourceType, name: str) -> pd.DataFrame:
             continue
         allowed = sorted(authz.principals_allowed(a, op, type_, name))
         denied = sorted({b.principal for b in acc.denied})
-        rows.append({"Operation": op.name, "Allowed": ", ".join(allowed) or "nobody (but super users)",
+        rows.append({"Operation": op.name, "Allowed": ", ".join(allowed) or "only super users",
                      "Denied": ", ".join(denied),
                      "Through bindings": "; ".join(authz.binding_label(b) for b in (*acc.denied, *acc.allowed))})
     return pd.DataFrame(rows, columns=WHO_COLUMNS)
