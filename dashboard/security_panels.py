@@ -23,7 +23,7 @@ from dashboard.text import md, md_text
 # who, may or may not, do what, on what: the principal first (at 900 px the table scrolls sideways after ~4 columns)
 BINDING_COLUMNS = ["Principal", "Permission", "Operation", "Resource type", "Resource", "Pattern", "Host"]
 QUOTA_COLUMNS = ["Entity", *QUOTA_KEYS]
-RIGHT_COLUMNS = ["Resource type", "Pattern", "Resource", "Operation", "Permission", "Through binding"]
+RIGHT_COLUMNS = ["Permission", "Operation", "Resource type", "Resource", "Pattern", "Through binding"]
 WHO_COLUMNS = ["Operation", "Allowed", "Denied", "Through bindings"]
 # what a topic's page answers (the spec's five, the config pair too: an SRE asks "who may change retention")
 TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.DESCRIBE, Operation.ALTER, Operation.DELETE,

@@ -226,9 +226,11 @@ def principal_section() -> None:
         st.caption("Choose a principal to see everything it may do, and through which binding.")
         return
     df = panels.rights_frame(acls_, principal)
-    st.markdown(f"**{md(principal)}**: {len(df):,} right(s) from bindings. {panels.super_users_note(acls_)}")
+    st.markdown(f"**{md(principal)}**: {len(df):,} right(s) from its own and `User:*` bindings"
+                + (" (a super user may do everything besides)" if acls_.super_users is None else ""))
     st.dataframe(df, hide_index=True, key="sec_rights", height=min(460, 38 + 35 * max(len(df), 1)),
-                 column_config={"Through binding": st.column_config.TextColumn(width="large")})
+                 column_config={**panels.BINDING_WIDTHS,
+                                "Through binding": st.column_config.TextColumn(width="large")})
 
 
 def _entity_name(text: str) -> str | None:

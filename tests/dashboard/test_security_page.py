@@ -172,7 +172,7 @@ def test_a_principal_view_shows_each_right_and_its_binding(secured, zk_connect, 
     at = _page(secured, zk_connect, tmp_path, monkeypatch)
     at.selectbox(key="sec_principal_pick").select("User:bob").run()
     ok(at)
-    rights = _table(at, "Resource type", "Pattern", "Resource", "Operation", "Permission", "Through binding")
+    rights = _table(at, "Permission", "Operation", "Resource type", "Resource", "Pattern", "Through binding")
     assert _rows(rights, "Resource", "Operation", "Permission") >= {
         (topic, "READ", "ALLOW"), (topic, "WRITE", "DENY"), ("billing", "READ", "ALLOW")}
     assert all("User:bob" in t for t in rights["Through binding"])
@@ -385,3 +385,57 @@ def test_a_click_after_the_role_was_taken_away_writes_nothing(secured, zk_connec
     assert "admin" in errors(at)
     assert dump_tree(sb.session, "/kafka-acl") == before
     assert isinstance(actions.store(), Store)
+
+
+def test_removing_keels_own_last_allow_names_keel_as_the_risk(secured, zk_connect, tmp_path, monkeypatch, store,
+                                                              closed_port):
+    """Keel connects to the brokers as User:keel (SASL, keel.toml's command_config): removing the binding that lets it
+    describe the topic is a named risk that says so, confirmed before anything is written."""
+    sb, topic = secured
+    sb.session.set(f"/kafka-acl/Topic/{topic}", acl_node(("User:keel", "Allow", "Describe", "*")))
+    props = tmp_path / "keel-client.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required '
+                     'username="keel" password="keel-secret";\n')
+    at = _page(secured, zk_connect, tmp_path, monkeypatch)
+    from tests.dashboard.test_dashboard_apptest import write_config
+    write_config(tmp_path, monkeypatch, {"demo": {"zk": zk_connect, "bootstrap": closed_port,
+                                                  "command_config": str(props)}})
+    at.run()
+    ok(at)
+    _select_bindings(at, lambda r: r["Principal"] == "User:keel")
+    warned = texts(at.warning)
+    assert "User:keel (Keel connects to the brokers as it" in warned and "DESCRIBE" in warned
+    by_prefix(at.checkbox, "sec_remove_confirm::").check().run()
+    assert at.button(key="sec_remove_apply").disabled
+    assert store.actions(kind="acl-remove") == []
+    by_prefix(at.checkbox, "sec_remove_confirm_risk::").check().run()
+    at.button(key="sec_remove_apply").click().run()
+    ok(at)
+    assert not errors(at), errors(at)
+    node = sb.session.get(f"/kafka-acl/Topic/{topic}")
+    assert not node.exists or json.loads(node.data)["acls"] == []
+    assert "keel-secret" not in _everything(at)
+
+
+def test_undo_of_a_quota_change_sets_the_old_values_back(secured, zk_connect, tmp_path, monkeypatch, store):
+    sb, _ = secured
+    at = _page(secured, zk_connect, tmp_path, monkeypatch)
+    at.text_input(key="sec_q_user").input("alice").run()
+    next(t for t in at.text_input if (t.key or "").endswith("::producer_byte_rate")).input("2000").run()
+    by_prefix(at.checkbox, "sec_q_confirm::").check().run()
+    at.button(key="sec_q_apply").click().run()
+    assert not errors(at), errors(at)
+    assert json.loads(sb.session.get("/config/users/alice").data)["config"]["producer_byte_rate"] == "2000"
+
+    altered = store.actions(kind="quota-alter")[0]
+    assert at.selectbox(key="sec_undo_pick").value.id == altered.id
+    preview = _table(at, "Key", "Back to")
+    assert list(preview["Key"]) == ["producer_byte_rate"]
+    by_prefix(at.checkbox, "sec_undo_confirm::").check().run()
+    at.button(key="sec_undo_apply").click().run()
+    ok(at)
+    assert not errors(at), errors(at)
+    config = json.loads(sb.session.get("/config/users/alice").data)["config"]
+    assert float(config["producer_byte_rate"]) == 1048576 and config["SCRAM-SHA-256"] == SCRAM_256
+    assert "action #" in texts(at.success)
