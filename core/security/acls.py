@@ -364,7 +364,7 @@ def validate_bindings(bindings: Iterable[Binding]) -> None:
         if r.type is ResourceType.CLUSTER and (r.name != CLUSTER_NAME or r.pattern is not PatternType.LITERAL):
             problems.append(f"{label}: the cluster resource is the LITERAL {CLUSTER_NAME!r}")
         if r.pattern is PatternType.PREFIXED and r.name == WILDCARD:
-            problems.append(f"{label}: a PREFIXED '*' matches no name; every name is the LITERAL '*'")
+            problems.append(f"{label}: a PREFIXED '*' matches no name (every name is the LITERAL '*')")
         if b.operation is not Operation.ALL and b.operation not in _SUPPORTED[r.type]:
             ops = ", ".join(sorted(o.name for o in _SUPPORTED[r.type] | {Operation.ALL}))
             problems.append(f"{label}: resource type {r.type.name} only supports operations {ops}")

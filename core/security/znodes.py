@@ -123,23 +123,6 @@ def encode_acl_change(resource: Resource) -> bytes:
                        "patternType": resource.pattern.name}, separators=(",", ":")).encode()
 
 
-def decode_acl_change(data: bytes | None, path: str) -> Resource:
-    """The resource a change notification names (either store's encoding; ResourceType.fromString ignores case)."""
-    text = (data or b"").decode(errors="replace")
-    by_name = {t.name: t for t in ResourceType}
-    if path.startswith(EXTENDED_CHANGES):
-        try:
-            obj = json.loads(text)
-            return Resource(by_name[str(obj["resourceType"]).upper()], str(obj["name"]),
-                            PatternType[str(obj["patternType"]).upper()])
-        except (ValueError, KeyError, TypeError) as e:
-            raise CorruptZnodeError(path, f"not an ACL change event ({e})") from None
-    kind, sep, name = text.partition(":")
-    if not sep or kind.upper() not in by_name:
-        raise CorruptZnodeError(path, f"expected ResourceType:ResourceName, got {text!r}")
-    return Resource(by_name[kind.upper()], name, PatternType.LITERAL)
-
-
 # --- client quota nodes --------------------------------------------------------------------------------------------
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")

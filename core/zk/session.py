@@ -61,12 +61,14 @@ log = logging.getLogger(__name__)
 
 
 class _RedactAuth(logging.Filter):
-    """kazoo logs every request at its lowest level, the digest `Auth(... auth='user:password')` included: keep the
-    password out of every log line (issue 17: no secret in a log)."""
+    """kazoo logs every request and answer with its data at its lowest level: the digest `Auth(... auth='user:pass')`
+    and a user's SCRAM credentials (/config/users/<user>, issue 29) stay out of every log line (issue 17)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if any(type(a).__name__ == "Auth" for a in (record.args or ()) if not isinstance(record.args, dict)):
             record.msg, record.args = re.sub(r"auth='[^']*'", "auth='<redacted>'", record.getMessage()), ()
+        elif "SCRAM-" in (text := record.getMessage()):
+            record.msg, record.args = re.sub(r'(SCRAM-[\w-]+\\?"\s*:\s*\\?")[^"\\]*', r"\1<redacted>", text), ()
         return True
 
 

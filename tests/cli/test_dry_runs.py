@@ -25,8 +25,12 @@ DRY_RUNS = {
     "alter-config": ["--topic", "orders", "--add-config", "retention.ms=1000"],
     "delete-topic": ["--topic", "orders"],
     "elect": ["--all"],
+    "acl-add": ["--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders"],
+    "quota-alter": ["--user", "alice", "--add-config", "producer_byte_rate=1024"],
 }
-ELSEWHERE = {"log-dirs-execute": "tests/kafka/test_rollback_throttle.py (needs brokers)"}
+ELSEWHERE = {"log-dirs-execute": "tests/kafka/test_rollback_throttle.py (needs brokers)",
+             "acl-remove": "tests/cli/test_security_cli.py (needs a binding to remove)",
+             "security-undo": "tests/cli/test_security_cli.py (needs a recorded change)"}
 
 
 @pytest.fixture

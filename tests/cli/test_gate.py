@@ -71,6 +71,10 @@ def argv_for(command: str, zk: str, tmp_path) -> list[str]:
         "cancel": ["cancel", "--all", "--bootstrap-server", unreachable, "--kafka-timeout", "1"],
         "log-dirs-execute": ["log-dirs-execute", "--reassignment-json-file", str(plan), "--bootstrap-server",
                              unreachable, "--kafka-timeout", "1"],
+        "acl-add": ["acl-add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders"],
+        "acl-remove": ["acl-remove", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders"],
+        "quota-alter": ["quota-alter", "--user", "alice", "--add-config", "producer_byte_rate=1024"],
+        "security-undo": ["security-undo", "--action", "1"],
     }[command] + ["--zk", zk, "--connect-timeout", "5"]
 
 
@@ -85,7 +89,7 @@ def test_the_matrix_covers_every_write_command():
 
 ROLES = {"viewer": '[access]\noperator = ["cli:somebody-else"]\n', "operator": '[access]\noperator = ["cli"]\n',
          "admin": '[access]\nadmin = ["cli"]\n'}
-NEEDS_ADMIN = {"delete-topic", "rollback"}
+NEEDS_ADMIN = {"delete-topic", "rollback", "acl-add", "acl-remove", "quota-alter", "security-undo"}
 
 
 @pytest.mark.parametrize("phase", ["none", "migration begun", "dual-write"])

@@ -54,3 +54,7 @@ _.is_unavailable  # --unavailable-partitions
 _.is_under_min_isr  # --under-min-isr-partitions
 _.is_at_min_isr  # --at-min-isr-partitions
 _.is_off_preferred_leader  # the controller's per-partition imbalance test
+
+# --- issue 29's contract (SEC-SPEC.md): fields the pages and the CLI read, on branches merged after sec-core ---
+_.by  # core/security/acls.py Decision: the bindings that decided (a principal's "through which binding")
+_.denied  # core/security/acls.py Access: the DENY bindings on a resource (a topic's "who may" section)

@@ -5,6 +5,7 @@ typed error and nothing written for bad input, changed state, a risky removal or
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -140,7 +141,8 @@ def test_a_node_changed_meanwhile_fails_the_whole_write(session, store, kazoo_cl
     assert failed.kind == "acl-add" and failed.status == "failed"
 
 
-def test_quota_keeps_scram_credentials_and_never_records_them(session, store, kazoo_client):
+def test_quota_keeps_scram_credentials_and_never_records_them(session, store, kazoo_client, caplog):
+    caplog.set_level(logging.DEBUG)  # kazoo logs every answer and write with its data at its lowest level
     kazoo_client.create("/config/users/alice", json.dumps(
         {"version": 1, "config": {"SCRAM-SHA-512": SCRAM}}).encode(), makepath=True)
     kazoo_client.ensure_path("/config/changes")
@@ -157,10 +159,30 @@ def test_quota_keeps_scram_credentials_and_never_records_them(session, store, ka
                                "values": {"producer_byte_rate": None}}
     everything = json.dumps([a.__dict__ for a in store.actions("c1")], default=str)
     assert "stored_key" not in everything and "SCRAM-SHA" not in everything
+    assert session.get("/config/users/alice").exists
+    keel_logs = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("keel"))
+    assert "c2FsdHNhbHQ=" not in keel_logs and "U1RPUkVES0VZ" not in keel_logs  # salt, stored_key: not logged
+    assert "SCRAM-SHA-512" in keel_logs  # (the lines are there, their values redacted)
 
     # undo: the quota goes, the credentials stay
     undo(session, store, done.action_id, cluster="c1")
     assert _json(kazoo_client, "/config/users/alice")["config"] == {"SCRAM-SHA-512": SCRAM}
+
+
+def test_a_quota_node_changed_meanwhile_fails_the_whole_write(session, store, kazoo_client, monkeypatch):
+    sw.alter_quota(session, store, QuotaEntity("alice"), {"producer_byte_rate": 100.0}, cluster="c1")
+    theirs = json.dumps({"version": 1, "config": {"producer_byte_rate": "100", "SCRAM-SHA-256": SCRAM}}).encode()
+    real = session.multi
+
+    def someone_else_first(ops):  # kafka-configs adds a credential between Keel's read and its write
+        kazoo_client.set("/config/users/alice", theirs)
+        return real(ops)
+
+    monkeypatch.setattr(session, "multi", someone_else_first)
+    with pytest.raises(ValidationError, match="changed while it was being written"):
+        sw.alter_quota(session, store, QuotaEntity("alice"), {"consumer_byte_rate": 5.0}, cluster="c1")
+    assert kazoo_client.get("/config/users/alice")[0] == theirs  # the credential is not lost
+    assert len(_changes(kazoo_client, "/config/changes")) == 1
 
 
 def test_quota_entities_paths_and_cleanup(session, store, kazoo_client):
