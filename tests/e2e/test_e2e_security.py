@@ -144,9 +144,9 @@ def test_an_admin_adds_a_binding_in_the_browser(demo, url, browser, tmp_path):
     shot(browser, tmp_path, "security-add-form")
     box = wait_js(browser, "return document.querySelector('[class*=st-key-sec_add_confirm] label')", timeout=30,
                   message="the confirmation")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
     time.sleep(0.5)
     shot(browser, tmp_path, "security-add-preview")
-    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
     box.click()
     button = wait_js(browser, "const b = document.querySelector('.st-key-sec_add_apply button');"
                               "return b && !b.disabled ? b : null", timeout=30, message="Add bindings enabled")
