@@ -8,6 +8,7 @@ Quota values are the only config values shown: the reader keeps SCRAM credential
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pandas as pd
@@ -38,12 +39,31 @@ class Security:
     quotas: tuple[Quota, ...]
 
 
+ACLS_MAX_AGE = 10.0  # s: how old the bindings a topic's section shows may be (the Security page always reads anew)
+_ACLS_MEMO = "security.acls"
+
+
 def read(conn) -> Security:
     """Bindings and quotas, read now through the connection's handle (ZkSession or KafkaAdmin); KeelError when the
     cluster cannot be read. Not cached: an ACL change moves no snapshot, and the page shows what is there now."""
     handle = conn.write_session()
     engine = engines.security(handle)
-    return Security(engine.read_acls(handle), tuple(engine.read_quotas(handle)))
+    acls = engine.read_acls(handle)
+    conn.memo(_ACLS_MEMO).update(at=time.monotonic(), acls=acls)
+    return Security(acls, tuple(engine.read_quotas(handle)))
+
+
+def recent_acls(conn) -> Acls:
+    """The bindings as read at most ACLS_MAX_AGE ago (by this or another session): a topic's section is redrawn with
+    every live update of the Topics page, and through the brokers a read is two requests (DescribeAcls and the
+    brokers' super.users)."""
+    memo = conn.memo(_ACLS_MEMO)
+    if memo.get("acls") is not None and time.monotonic() - memo.get("at", 0.0) < ACLS_MAX_AGE:
+        return memo["acls"]
+    handle = conn.write_session()
+    acls = engines.security(handle).read_acls(handle)
+    memo.update(at=time.monotonic(), acls=acls)
+    return acls
 
 
 def super_users_note(a: Acls) -> str:
@@ -144,13 +164,13 @@ def topic_access(conn, topic: str) -> None:
     A cluster whose ACLs cannot be read says why and the rest of the page is unaffected."""
     with st.expander("Who may use this topic (ACLs)", icon=":material/shield_person:"):
         try:
-            sec = read(conn)
+            acls = recent_acls(conn)
         except KeelError as e:
             st.caption(f"The ACLs could not be read: {md_text(e)}")
             return
-        if not sec.acls.bindings:
-            st.caption("The cluster has no ACL bindings. " + no_acl_note(sec.acls))
+        if not acls.bindings:
+            st.caption("The cluster has no ACL bindings.")
         else:
-            who_table(sec.acls, ResourceType.TOPIC, topic, key="topic_who_may")
-        st.caption(super_users_note(sec.acls) + " " + no_acl_note(sec.acls))
+            who_table(acls, ResourceType.TOPIC, topic, key="topic_who_may")
+        st.caption(super_users_note(acls) + " " + no_acl_note(acls))
         st.page_link("views/security.py", label="All bindings on the Security page", icon=":material/shield:")

@@ -261,6 +261,13 @@ def test_an_admin_adds_a_binding_removes_it_and_undoes_the_removal(secured, zk_c
     added = store.actions(kind="acl-add")
     assert len(added) == 1 and added[0].status == "applied"
     assert len(_bindings(at)) == 9
+    # the topic's own section shows it at once (the page's read refreshes what the section shows, at most 10 s old)
+    at.switch_page("views/topics.py").run()
+    at.selectbox(key="topic").select(topic).run()
+    who = _table(at, "Operation", "Allowed", "Denied", "Through bindings").set_index("Operation")
+    assert "User:dave" in who.loc["WRITE", "Allowed"].split(", ")
+    at.switch_page("views/security.py").run()
+    ok(at)
 
     # remove dave's WRITE: select its row in the list
     at.text_input(key="sec_f_principal").input("User:dave").run()
