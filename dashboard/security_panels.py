@@ -69,14 +69,17 @@ def recent_acls(conn) -> Acls:
 def super_users_note(a: Acls) -> str:
     """What the brokers' super.users mean for every answer on the page (they pass every check)."""
     if a.super_users is None:
-        return ("The brokers' `super.users` cannot be seen from ZooKeeper (they are in each broker's "
-                "server.properties): they may do everything, whatever the bindings say.")
+        where = ("from ZooKeeper (they are in each broker's server.properties)" if a.source == "zookeeper" else
+                 "through the Admin API (the brokers do not tell them)")
+        return f"The brokers' `super.users` cannot be seen {where}: they may do everything, whatever the bindings say."
     if not a.super_users:
         return "No `super.users` are configured on the brokers."
     return "`super.users` (may do everything, whatever the bindings say): " + ", ".join(md(u) for u in a.super_users)
 
 
 def no_acl_note(a: Acls) -> str:
+    if a.authorizer == "":
+        return "The brokers run without an authorizer (`authorizer.class.name` is empty): no binding is enforced."
     return ("A resource with no binding at all is refused to everyone but super users, unless the brokers set "
             "`allow.everyone.if.no.acl.found=true`.")
 

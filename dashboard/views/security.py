@@ -38,6 +38,8 @@ except KeelError as e:
 
 acls_ = sec.acls
 where = "ZooKeeper" if acls_.source == "zookeeper" else "the brokers (Admin API)"
+if acls_.authorizer:  # known through the brokers: authorizer.class.name
+    where += f" · authorizer `{acls_.authorizer.rsplit('.', 1)[-1]}`"
 st.caption(f"Cluster **{md(ctx.cluster.name)}** · read from {where} · {len(acls_.bindings):,} binding(s), "
            f"{len(sec.quotas):,} quota entit{'y' if len(sec.quotas) == 1 else 'ies'}")
 st.caption(panels.super_users_note(acls_) + " " + panels.no_acl_note(acls_))
