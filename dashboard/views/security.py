@@ -40,8 +40,12 @@ acls_ = sec.acls
 where = "ZooKeeper" if acls_.source == "zookeeper" else "the brokers (Admin API)"
 if acls_.authorizer:  # known through the brokers: authorizer.class.name
     where += f" · authorizer `{acls_.authorizer.rsplit('.', 1)[-1]}`"
-st.caption(f"Cluster **{md(ctx.cluster.name)}** · read from {where} · {len(acls_.bindings):,} binding(s), "
-           f"{len(sec.quotas):,} quota entit{'y' if len(sec.quotas) == 1 else 'ies'}")
+head = st.container(horizontal=True, vertical_alignment="center", gap="medium")  # wraps: the button stays whole
+head.caption(f"Cluster **{md(ctx.cluster.name)}** · read from {where} · {len(acls_.bindings):,} binding(s), "
+             f"{len(sec.quotas):,} quota entit{'y' if len(sec.quotas) == 1 else 'ies'}")
+# an ACL or quota change moves no snapshot, so nothing redraws this page by itself: every run reads anew
+head.button("Read again", key="sec_refresh", icon=":material/refresh:", width="content",
+             help="Read the bindings and quotas again (changes made elsewhere)")
 st.caption(panels.super_users_note(acls_) + " " + panels.no_acl_note(acls_))
 reason = actions.blocked_reason(cfg, "change ACLs or quotas", needs=Role.ADMIN)
 

@@ -129,6 +129,15 @@ def test_every_binding_is_listed_and_filtered(secured, zk_connect, tmp_path, mon
         _rows(df, "Resource type", "Pattern", "Resource", "Principal", "Operation", "Permission")
     assert "cannot be seen from ZooKeeper" in texts(at.caption)
 
+    # a binding written elsewhere (kafka-acls) shows after Read again
+    sb, _ = secured
+    sb.session.create("/kafka-acl/Group/elsewhere", acl_node(("User:eve", "Allow", "Read", "*")))
+    at.button(key="sec_refresh").click().run()
+    assert ("User:eve", "elsewhere") in _rows(_bindings(at), "Principal", "Resource")
+    sb.session.delete("/kafka-acl/Group/elsewhere")
+    at.button(key="sec_refresh").click().run()
+    assert len(_bindings(at)) == 7
+
     at.text_input(key="sec_f_principal").input("User:bob").run()
     ok(at)
     assert _rows(_bindings(at), "Resource", "Operation", "Permission") == {

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from tests.dashboard.test_security_page import SCRAM_256, SECRETS, config_node
-from tests.e2e.test_e2e_layout import CHROMEDRIVER, CHROMIUM, DEMO, alerts, idle, shot, wait_js
+from tests.e2e.test_e2e_layout import CHROMEDRIVER, CHROMIUM, CUT_BUTTONS, DEMO, alerts, idle, shot, wait_js
 from tests.e2e.test_e2e_chromium import serve
 from tests.support.browser import chromium
 from tests.support.sandbox_helpers import running_sandbox
@@ -109,6 +109,7 @@ def test_the_security_page_shows_the_demo_and_no_credential(demo, url, browser, 
     assert "Cannot read" not in alerts(browser)
     shot(browser, tmp_path, f"security-bindings-{width}")
     _no_secret(browser)
+    assert browser.execute_script(CUT_BUTTONS) == [], (width, "button labels cut short")
     for label in ("Principal", "Quotas", "Undo"):
         tab = next(t for t in browser.find_elements(By.CSS_SELECTOR, "[data-testid=stTabs] [role=tab]")
                    if label in t.text)
@@ -126,6 +127,7 @@ def test_the_security_page_shows_the_demo_and_no_credential(demo, url, browser, 
             _settle(browser)
         shot(browser, tmp_path, f"security-{label.lower()}-{width}")
         _no_secret(browser)
+        assert browser.execute_script(CUT_BUTTONS) == [], (width, label, "button labels cut short")
 
 
 def test_an_admin_adds_a_binding_in_the_browser(demo, url, browser, tmp_path):
