@@ -28,6 +28,7 @@ PAGES = {
         st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
         st.Page("views/broker.py", title="Broker", icon=":material/storage:"),  # one broker (?broker=N)
         st.Page("views/leaders.py", title="Leaders", icon=":material/how_to_vote:"),
+        st.Page("views/security.py", title="Security", icon=":material/shield:"),  # issue 29: ACLs, quotas
     ],
     "Change": [
         st.Page("views/create_topic.py", title="Create topic", icon=":material/add_circle:"),

@@ -26,6 +26,7 @@ from core import zkformat as zf
 from core.assignment import assign_replicas
 from core.errors import KeelError, ValidationError
 from core.model import PartitionState
+from sandbox.security_seed import security_nodes
 from sandbox.emulator import leadership as decide  # the controller's own decisions keep the demo faithful
 from sandbox.emulator.leadership import initial_state
 from sandbox.emulator.znodes import (  # also re-exported from here, where they were first defined
@@ -350,6 +351,10 @@ def seed_cluster(session: ZkSession, spec: SandboxSpec | None = None, *, force: 
             s = states[(plan.name, pid)]
             ops.create(zf.state_path(plan.name, pid),
                        zf.encode_partition_state(s.leader, s.leader_epoch, s.controller_epoch, s.isr))
+    if spec.demo:  # issue 29: a few ACL bindings and quotas for the Security page, around the first user topic
+        first = next((p.name for p in plans if not p.name.startswith("_")), None)
+        for path, data in security_nodes(first or "orders.v1"):
+            ops.create(path, data)
     now_ms = int(time.time() * 1000)
     for b in ids:
         registration = zf.encode_broker([f"PLAINTEXT://127.0.0.1:{9092 + b}"], version=5, rack=spec.rack_of(b),

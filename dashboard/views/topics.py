@@ -20,7 +20,7 @@ from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
 from core.cluster import engines
 from core.topics.effective import TOPIC, effective_config
-from dashboard import actions, broker_defaults, charts, frame, ops_panels, ui
+from dashboard import actions, broker_defaults, charts, frame, ops_panels, security_panels, ui
 from dashboard.text import md, md_text
 
 PAGE_SIZES = (25, 50, 100, 500)
@@ -196,6 +196,7 @@ def live() -> None:
             # st.dataframe, not st.table: table cells are markdown, and these are whatever ZooKeeper holds
             st.dataframe(pd.DataFrame(sorted(topic.config.items()), columns=["Key", "Value"]), hide_index=True,
                          key="topic_config", column_config={"Value": st.column_config.TextColumn(width="large")})
+    security_panels.topic_access(conn, topic_name)  # issue 29: who may read, write, ... it
 
     parts = conn.derived("topics.partitions", snap, lambda s: partition_table(s, topic), key=(topic_name, bd))
     p1, p2, p3 = st.columns([2, 1, 1], vertical_alignment="bottom")
