@@ -6,8 +6,10 @@ settings (core.policy.config turns a problem into a ConfigError naming the file 
 gives the role of that identity on one cluster and `check` refuses an action the role does not allow.
 
 Roles: viewer (look), operator (topic writes, elections, reassignments), admin (also deletes topics and rolls
-back). A role is granted to principals, in `[access]` and, per cluster, `[clusters.<name>.access]` (a role listed
-there replaces the global list of that role; the others are inherited):
+back). Reading messages (peek) is a permission of its own, `data`: granted only by name (`data = [...]` in
+`[access]`), never implied by operator or admin (who runs the cluster need not read what flows through it); in
+`none` mode by `[keel] data = true`, on loopback only. `may_read_data` / `check_data` decide it.
+A role is granted to principals, in `[access]` and, per cluster, `[clusters.<name>.access]` (a role listed there replaces the global list of that role; the others are inherited):
 
     group:NAME      a member of group NAME (the groups claim of the ID token, or the proxy's groups header)
     user:SUBJECT    the ID token's subject, or the proxy's user header
@@ -43,7 +45,7 @@ __all__ = [
     "MODES", "SOURCES", "AccessRules", "AccessSettingError", "AuthSettings", "Decision", "Identity",
     "ReadOnlyError", "Role", "RoleDeniedError", "SignInError", "check", "cli_identity", "identity_from_claims",
     "identity_from_headers", "is_loopback", "local_identity", "needed_role", "parse_access", "parse_auth",
-    "resolve",
+    "resolve", "DATA", "DataDeniedError", "check_data", "may_read_data",
 ]
 
 
@@ -65,6 +67,7 @@ class Role(str, Enum):
 
 _RANK = {Role.VIEWER: 0, Role.OPERATOR: 1, Role.ADMIN: 2}
 ROLE_NAMES = tuple(r.value for r in Role)
+DATA = "data"  # the [access] key granting the right to read messages: not a rank, never implied by another role
 
 NONE, OIDC, PROXY, CLI = "none", "oidc", "proxy", "cli"
 MODES = (NONE, OIDC, PROXY)
@@ -95,6 +98,14 @@ class SignInError(PermissionDeniedError):
     def __init__(self, message: str, *, claimed: str | None = None, hint: str | None = None):
         super().__init__(message, hint=hint)
         self.claimed = claimed
+
+
+class DataDeniedError(PermissionDeniedError):
+    """The actor may not read messages on the cluster (no `data` grant); recorded in the audit store as refused."""
+
+    def __init__(self, message: str, *, cluster: str | None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.cluster = cluster
 
 
 class ReadOnlyError(PermissionDeniedError):
@@ -133,6 +144,7 @@ class AccessRules:
 
     grants: tuple[tuple[Role, tuple[str, ...]], ...] = ()
     default: Role | None = None
+    data: tuple[str, ...] | None = None  # who may read messages (peek); None: this table does not say
 
     def principals(self, role: Role) -> tuple[str, ...] | None:
         return next((p for r, p in self.grants if r is role), None)
@@ -143,10 +155,11 @@ class AccessRules:
             return self
         named = {r for r, _ in override.grants}
         return AccessRules(tuple((r, p) for r, p in self.grants if r not in named) + override.grants,
-                           override.default if override.default is not None else self.default)
+                           override.default if override.default is not None else self.default,
+                           override.data if override.data is not None else self.data)
 
     def names_cli(self) -> bool:
-        return any(_is_cli(p) for _, ps in self.grants for p in ps)
+        return any(_is_cli(p) for _, ps in self.grants for p in ps) or any(_is_cli(p) for p in self.data or ())
 
 
 _AUTH_KEYS = {"mode", "provider", "groups_claim", "user_header", "email_header", "groups_header", "secret_header",
@@ -209,6 +222,7 @@ def parse_access(raw: Any, key: str = "access") -> AccessRules | None:
         raise AccessSettingError(key, "must be a table such as { operator = [\"group:kafka-sre\"] }")
     grants = []
     default = None
+    data = None
     for name, value in raw.items():
         if name == "default":
             if not isinstance(value, str) or value.strip().lower() not in ROLE_NAMES:
@@ -216,14 +230,18 @@ def parse_access(raw: Any, key: str = "access") -> AccessRules | None:
                                          + ", ".join(ROLE_NAMES))
             default = Role(value.strip().lower())
             continue
-        if name not in ROLE_NAMES:
+        if name not in ROLE_NAMES and name != DATA:
             raise AccessSettingError(f"{key}.{name}", f"unknown role {name!r}: roles are " + ", ".join(ROLE_NAMES)
-                                     + " (and default)")
+                                     + f" (and {DATA}, who may read messages, and default)")
         if not isinstance(value, list):
             raise AccessSettingError(f"{key}.{name}", "must be a list of principals, e.g. [\"group:kafka-sre\", "
                                      "\"alice@example.com\"]")
-        grants.append((Role(name), tuple(_principal(f"{key}.{name}", p) for p in value)))
-    return AccessRules(tuple(grants), default)
+        principals = tuple(_principal(f"{key}.{name}", p) for p in value)
+        if name == DATA:
+            data = principals
+        else:
+            grants.append((Role(name), principals))
+    return AccessRules(tuple(grants), default, data)
 
 
 def _principal(key: str, p: Any) -> str:
@@ -441,3 +459,61 @@ def check(who: Identity, config: "KeelConfig", cluster: str | None, needed: Role
                 "to groups and emails")
     raise RoleDeniedError(f"cannot {action}: the role of {who.actor}{on} is {d.role.value!r}; {_WHAT[needed]}",
                           role=d.role, needed=needed, cluster=cluster, hint=hint)
+
+
+# --- reading messages: the `data` permission ------------------------------------------------------------------
+
+
+def may_read_data(who: Identity, config: "KeelConfig", cluster: str | None, *, exposed: bool = False
+                  ) -> tuple[bool, str]:
+    """May `who` read messages (peek) on `cluster`, and why. A cluster keel.toml does not name: only when every
+    configured cluster allows it (as `resolve` gives the least role)."""
+    if cluster is None and config.clusters or cluster is not None and config.clusters and \
+            cluster not in config.clusters:
+        answers = [_may_read_data(who, config, name, exposed) for name in config.clusters]
+        refused = next((a for a in answers if not a[0]), None)
+        if refused is not None:
+            return False, f"not a cluster keel.toml names, and one of its clusters refuses: {refused[1]}"
+        return True, "every cluster keel.toml names grants it"
+    return _may_read_data(who, config, cluster, exposed)
+
+
+def _may_read_data(who: Identity, config: "KeelConfig", cluster: str | None, exposed: bool) -> tuple[bool, str]:
+    rules = rules_for(config, cluster)
+    if who.source == CLI:
+        if not rules.names_cli():  # its own Kafka credentials (--command-config) read the same with Kafka's tools
+            return True, "the command line acts with its own Kafka credentials ([access] names no cli rule)"
+        hit = next((p for p in rules.data or () if _matches(p, who)), None)
+        return (True, f"[access] data grants {hit}") if hit else (False, f"no [access] data rule names {who.actor}")
+    if who.source == NONE or config.auth.mode == NONE:
+        if exposed:
+            return False, "not signed in, and this instance listens beyond loopback"
+        if getattr(config, "data", False):
+            return True, "not signed in: [keel] data = true"
+        return False, "not signed in, and [keel] data is not true"
+    hit = next((p for p in rules.data or () if _matches(p, who)), None)
+    return (True, f"[access] data grants {hit}") if hit else (False, f"no [access] data rule names {who.actor}")
+
+
+def check_data(who: Identity, config: "KeelConfig", cluster: str | None, action: str, *,
+               exposed: bool = False) -> str:
+    """The gate of every peek: why `who` may read messages on `cluster`, else DataDeniedError (the caller records
+    it as refused). read_only does not apply: reading writes nothing. Operator and admin do not imply it."""
+    ok, why = may_read_data(who, config, cluster, exposed=exposed)
+    if ok:
+        return why
+    where = config.path or "keel.toml"
+    known = cluster is not None and cluster in config.clusters
+    on = f" on cluster {cluster}" if known else " on a cluster keel.toml does not name" if config.clusters else ""
+    if exposed and who.source != CLI:
+        hint = ("nobody is signed in and this instance listens beyond loopback: configure sign-in ([auth] mode = "
+                f'"oidc" or "proxy" in {where}) and grant data in [access], or listen on 127.0.0.1 only')
+    elif who.source == CLI:
+        hint = f'add "cli:{who.actor}" to data = [...] in [access] of {where}'
+    elif who.source == NONE or config.auth.mode == NONE:
+        hint = f"set data = true in the [keel] table of {where}"
+    else:
+        hint = (f"ask for the data permission: data = [...] in [access] or [clusters.{cluster}.access] of {where} "
+                "(operator and admin do not include it)")
+    raise DataDeniedError(f"cannot {action}: {who.actor} may not read messages{on} ({why}); reading data is a "
+                          "permission of its own", cluster=cluster, hint=hint)

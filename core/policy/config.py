@@ -5,6 +5,7 @@
     [keel]
     role = "operator"        # viewer | operator | admin: the local user's role when [auth] mode is "none"
     read_only = false
+    data = false             # "none" mode: may the local user read messages (peek)? ([access] data when signed in)
 
     [auth]                   # who is at the keyboard (core.policy.access): mode = "none" | "oidc" | "proxy"
     mode = "none"
@@ -78,7 +79,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = REPO_ROOT / "keel.toml"
 
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-_KEEL_KEYS = {"role", "read_only"}
+_KEEL_KEYS = {"role", "read_only", "data"}
 _CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout", "bootstrap", "command_config", "access",
                  "poll_interval",
                  "min_insync_replicas"}
@@ -146,6 +147,7 @@ class KeelConfig:
     path: str | None = None
     auth: AuthSettings = AuthSettings()  # [auth]: none | oidc | proxy
     access: AccessRules | None = None  # [access]: roles granted to groups and emails
+    data: bool = False  # [keel] data: "none" mode's local user may read messages (core.policy.access.check_data)
 
     @property
     def default_cluster(self) -> str | None:
@@ -160,7 +162,8 @@ class KeelConfig:
 
     # Mapping is not hashable; keep KeelConfig usable as a cache key.
     def __hash__(self) -> int:
-        return hash((self.role, self.read_only, tuple(self.clusters.items()), self.path, self.auth, self.access))
+        return hash((self.role, self.read_only, tuple(self.clusters.items()), self.path, self.auth, self.access,
+                     self.data))
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -230,6 +233,9 @@ def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping
     read_only = keel.get("read_only", False)
     if not isinstance(read_only, bool):
         raise ConfigError(source, "keel.read_only", f"must be true or false, got {read_only!r}")
+    data = keel.get("data", False)
+    if not isinstance(data, bool):
+        raise ConfigError(source, "keel.data", f"must be true or false, got {data!r}")
 
     clusters_raw = doc.get("clusters")
     if clusters_raw is None:
@@ -249,7 +255,8 @@ def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping
     except AccessSettingError as e:
         raise ConfigError(source, e.key, e.problem, hint=e.hint) from None
     return KeelConfig(role=role, read_only=read_only, clusters=clusters,
-                      path=None if str(source).startswith("<") else str(source), auth=auth, access=access)
+                      path=None if str(source).startswith("<") else str(source), auth=auth, access=access,
+                      data=data)
 
 
 def _read_secret_file(source, base_dir: Path | None, path: str) -> str:

@@ -1,0 +1,161 @@
+"""Issue 30 item 2 on real brokers: `python -m core peek` returns exactly the records produced at those offsets and
+times (ZooKeeper-mode cluster with bootstrap, and KRaft), joins no group, commits nothing, records every peek in the
+audit store without the contents, and a viewer without the data permission cannot peek."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from core.audit.store import Store
+from core.cli import main
+from tests.kafka.realkafka import RealKafka, create_topic
+
+BASE_TS = 1_780_000_000_000  # 2026-05-28: explicit CreateTime of record i is BASE_TS + 1000 * i
+VALUES = [b'{"n": 0, "name": "zero"}', b"<script>alert(1)</script>", b"**bold** _x_", b"\xff\x00\x01binary",
+          b"plain 4", b"plain 5", b"plain 6", b"plain 7", b"plain 8", b"plain 9"]
+
+
+def keel(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def produce_known(bootstrap: str, topic: str) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", request_timeout_ms=30000)
+    try:
+        for i, value in enumerate(VALUES):
+            producer.send(topic, value, key=f"k{i}".encode(), partition=1, timestamp_ms=BASE_TS + 1000 * i,
+                          headers=[("h", f"v{i}".encode())]).get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch) -> Store:
+    monkeypatch.setenv("KEEL_ACTOR", "sam")
+    monkeypatch.setenv("KEEL_CONFIG", str(_config(tmp_path, "")))
+    return Store(tmp_path / "keel.sqlite")
+
+
+def _config(tmp_path, access: str, bootstrap: str = "127.0.0.1:1") -> object:
+    path = tmp_path / "keel.toml"
+    path.write_text(f'[keel]\nrole = "viewer"\n[auth]\nmode = "oidc"\n{access}\n'
+                    f'[clusters.prod]\nbootstrap = "{bootstrap}"\n')
+    return path
+
+
+def peek_json(bootstrap: str, store: Store, topic: str, *args: str) -> dict:
+    code, out, err = keel("peek", "--bootstrap-server", bootstrap, "--topic", topic, "--partition", "1",
+                          "--json", "--store", str(store.path), *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _groups(admin) -> set[str]:
+    return {str(g["group_id"]) if isinstance(g, dict) else str(g[0]) for g in admin.list_groups()}
+
+
+def test_peek_returns_exactly_the_records_produced_at_those_offsets_and_times(healthy: RealKafka, store):
+    topic = f"peek-{uuid.uuid4().hex[:6]}"
+    create_topic(healthy, topic, {0: [1, 2], 1: [2, 3]})
+    produce_known(healthy.bootstrap, topic)
+    groups_before = _groups(healthy.admin)
+
+    last = peek_json(healthy.bootstrap, store, topic, "--last", "3")
+    assert [m["offset"] for m in last["messages"]] == [7, 8, 9]
+    assert [m["value"] for m in last["messages"]] == ["plain 7", "plain 8", "plain 9"]
+    assert [m["key"] for m in last["messages"]] == ["k7", "k8", "k9"]
+    assert last["messages"][0]["headers"] == [{"key": "h", "value": "v7"}]
+    assert [m["timestamp_ms"] for m in last["messages"]] == [BASE_TS + 7000, BASE_TS + 8000, BASE_TS + 9000]
+    assert last["messages"][0]["timestamp_type"] == "CreateTime"
+    assert (last["earliest"], last["latest"]) == (0, 10)
+
+    first = peek_json(healthy.bootstrap, store, topic, "--offset", "0", "--max-messages", "4")
+    assert [m["offset"] for m in first["messages"]] == [0, 1, 2, 3]
+    assert first["messages"][0]["value"] == json.dumps({"n": 0, "name": "zero"}, indent=2)
+    assert first["messages"][0]["value_format"] == "json"
+    assert first["messages"][1]["value"] == "<script>alert(1)</script>"
+    assert first["messages"][2]["value"] == "**bold** _x_"
+    assert (first["messages"][3]["value"], first["messages"][3]["value_format"]) == ("ff 00 01 62 69 6e 61 72 79",
+                                                                                     "hex")
+    assert first["stopped_by"] == "4 messages"
+
+    # the first record at or after a time (ListOffsets by time), between two records' timestamps too
+    at = peek_json(healthy.bootstrap, store, topic, "--from-time", str(BASE_TS + 5000), "--max-messages", "2")
+    assert [m["offset"] for m in at["messages"]] == [5, 6]
+    iso = peek_json(healthy.bootstrap, store, topic, "--from-time", "2026-05-28T20:26:44.500Z", "--max-messages", "1")
+    assert BASE_TS == 1_780_000_000_000 and [m["offset"] for m in iso["messages"]] == [5]  # 20:26:40 + 4.5 s
+    after = peek_json(healthy.bootstrap, store, topic, "--from-time", str(BASE_TS + 60_000))
+    assert after["messages"] == [] and after["notes"] == ["no message at or after that time"]
+
+    # bounded in bytes: 3 values of 7 bytes + keys (2) + headers (1 + 2) = 12 bytes each
+    small = peek_json(healthy.bootstrap, store, topic, "--offset", "4", "--max-bytes", "30")
+    assert [m["offset"] for m in small["messages"]] == [4, 5] and small["stopped_by"] == "30 bytes"
+
+    # an offset out of range: Keel's error with the range, nothing read
+    code, _, err = keel("peek", "--bootstrap-server", healthy.bootstrap, "--topic", topic, "--partition", "1",
+                        "--offset", "11", "--store", str(store.path))
+    assert code == 1 and "offset 11 is out of range" in err and "0 to 9" in err
+
+    # no group was joined, nothing committed
+    assert _groups(healthy.admin) == groups_before
+    # every peek recorded: who, which partition, how many; never the contents
+    peeks = [a for a in store.actions(kind="peek")]
+    assert len(peeks) == 7
+    assert {(a.actor, a.source, a.role, a.target) for a in peeks} == {("sam", "cli", "data", f"{topic}-1")}
+    done = {a.result for a in peeks if a.status == "applied"}
+    assert f"3 message(s) of {topic}-1, offsets 7-9, 36 bytes" in done
+    assert any("out of range" in (a.result or "") for a in peeks if a.status == "failed")
+    text = store.path.read_bytes() + b"".join(p.read_bytes() for p in store.path.parent.glob("keel.sqlite-wal"))
+    for secret in (b"plain 7", b"<script>", b"zero", b"**bold**"):
+        assert secret not in text
+
+
+def test_a_viewer_without_the_data_permission_cannot_peek_on_the_cli(healthy: RealKafka, store, tmp_path,
+                                                                      monkeypatch):
+    topic = f"peek-deny-{uuid.uuid4().hex[:6]}"
+    create_topic(healthy, topic, {0: [1, 2], 1: [2, 3]})
+    produce_known(healthy.bootstrap, topic)
+    # [access] names the command line: sam is a viewer (an operator, an admin even) without data
+    monkeypatch.setenv("KEEL_CONFIG", str(_config(tmp_path, '[access]\nadmin = ["cli:sam"]\ndata = ["cli:ops"]',
+                                                  healthy.bootstrap)))
+    code, out, err = keel("peek", "--bootstrap-server", healthy.bootstrap, "--topic", topic, "--partition", "1",
+                          "--last", "2", "--store", str(store.path))
+    assert code == 1 and out == ""
+    assert "cannot peek at" in err and "sam may not read messages on cluster prod" in err
+    assert 'add "cli:sam" to data = [...]' in err
+    [refused] = store.actions()
+    assert (refused.kind, refused.actor, refused.cluster) == ("refused", "sam", "prod")
+    # granted: the same command reads
+    monkeypatch.setenv("KEEL_CONFIG", str(_config(tmp_path, '[access]\nviewer = ["cli:sam"]\ndata = ["cli:sam"]',
+                                                  healthy.bootstrap)))
+    got = peek_json(healthy.bootstrap, store, topic, "--last", "2")
+    assert [m["value"] for m in got["messages"]] == ["plain 8", "plain 9"]
+    assert store.actions(kind="peek")[0].cluster == "prod"
+
+
+def test_peek_on_a_kraft_cluster(kraft, store):
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    topic = f"peek-kraft-{uuid.uuid4().hex[:6]}"
+    admin = KafkaAdminClient(bootstrap_servers=kraft.bootstrap_servers, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2], 1: [2, 3]})])
+        produce_known(kraft.bootstrap_servers, topic)
+        before = _groups(admin)
+        got = peek_json(kraft.bootstrap_servers, store, topic, "--from-time", str(BASE_TS + 2000), "--max-messages",
+                        "3")
+        assert [m["offset"] for m in got["messages"]] == [2, 3, 4]
+        assert [m["key"] for m in got["messages"]] == ["k2", "k3", "k4"]
+        assert _groups(admin) == before
+    finally:
+        admin.close()
