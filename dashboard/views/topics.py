@@ -20,7 +20,7 @@ from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
 from core.cluster import engines
 from core.topics.effective import TOPIC, effective_config
-from dashboard import actions, broker_defaults, charts, frame, ops_panels, security_panels, ui
+from dashboard import actions, broker_defaults, charts, frame, ops_panels, peek_panel, security_panels, ui
 from dashboard.text import md, md_text
 
 PAGE_SIZES = (25, 50, 100, 500)
@@ -220,6 +220,7 @@ def live() -> None:
                                 "Preferred": st.column_config.TextColumn(width="small"),
                                 "Flags": st.column_config.TextColumn(width="large")})
 
+    peek_panel.panel(cfg, ctx.cluster, topic)  # issue 30: its messages, for the data permission
     topic_actions(snap, topic)
 
 

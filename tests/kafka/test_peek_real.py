@@ -8,6 +8,7 @@ import io
 import json
 import uuid
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +160,88 @@ def test_peek_on_a_kraft_cluster(kraft, store):
         assert _groups(admin) == before
     finally:
         admin.close()
+
+
+# --- the topic page's Messages panel (AppTest against the same real brokers) -----------------------------------
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py")
+
+
+def _page_config(path: Path, kafka: RealKafka, data: bool) -> None:
+    path.write_text(f'[keel]\nrole = "admin"\nread_only = false\ndata = {str(data).lower()}\n\n'
+                    f'[clusters.real]\nzk = "{kafka.zk_connect}"\nbootstrap = "{kafka.bootstrap}"\n')
+
+
+@pytest.fixture
+def page(healthy: RealKafka, tmp_path, monkeypatch):
+    import streamlit as st
+
+    monkeypatch.setenv("KEEL_CONFIG", str(tmp_path / "keel.toml"))
+    monkeypatch.setenv("KEEL_STORE", str(tmp_path / "keel.sqlite"))
+    monkeypatch.setenv("KEEL_ACTOR", "sam")
+    st.cache_resource.clear()
+    yield healthy
+    st.cache_resource.clear()
+
+
+def _topic_page(topic: str):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page("views/topics.py").run()
+    at.selectbox(key="topic").select(topic).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _markup(at) -> str:
+    """Everything the page drew through markdown (captions, alerts, markdown, labels)."""
+    return "\n".join(str(e.value) for kind in (at.markdown, at.caption, at.error, at.warning, at.info, at.success)
+                     for e in kind) + "\n".join(str(e.label) for e in at.expander)
+
+
+def test_the_topic_page_shows_messages_as_text_never_markup(page: RealKafka, tmp_path):
+    topic = f"peek-page-{uuid.uuid4().hex[:6]}"
+    create_topic(page, topic, {0: [1, 2], 1: [2, 3]})
+    produce_known(page.bootstrap, topic)
+    _page_config(tmp_path / "keel.toml", page, data=True)
+    at = _topic_page(topic)
+    at.radio(key="peek_mode").set_value("From an offset")
+    at.selectbox(key="peek_partition").select(1)
+    at.number_input(key="peek_offset").set_value(0)
+    at.number_input(key="peek_count").set_value(4)
+    at.button(key="peek_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(t.value for t in at.dataframe if "Value" in t.value.columns)
+    assert list(table["Offset"]) == [0, 1, 2, 3]
+    assert list(table["Value"])[1:] == ["<script>alert(1)</script>", "**bold** _x_", "ff 00 01 62 69 6e 61 72 79"]
+    assert list(table["Key"]) == ["k0", "k1", "k2", "k3"] and table["Headers"][1] == "h=v1"
+    at.selectbox(key="peek_pick").select(1).run()
+    assert "<script>alert(1)</script>" in [c.value for c in at.code]
+    at.selectbox(key="peek_pick").select(2).run()
+    assert "**bold** _x_" in [c.value for c in at.code]
+    drawn = _markup(at)
+    assert "alert(1)" not in drawn and "bold" not in drawn and "zero" not in drawn  # no message through markdown
+    # recorded: who, which partition, how many; never the contents
+    [row] = Store(tmp_path / "keel.sqlite").actions(kind="peek")
+    assert (row.actor, row.cluster, row.target, row.status) == ("sam", "real", f"{topic}-1", "applied")
+    assert row.result == f"4 message(s) of {topic}-1, offsets 0-3, 90 bytes"  # values 70 + keys 8 + headers 12
+
+
+def test_a_viewer_without_the_data_permission_cannot_peek_on_the_page(page: RealKafka, tmp_path):
+    topic = f"peek-page-deny-{uuid.uuid4().hex[:6]}"
+    create_topic(page, topic, {0: [1, 2], 1: [2, 3]})
+    produce_known(page.bootstrap, topic)
+    _page_config(tmp_path / "keel.toml", page, data=False)  # admin, but no data
+    at = _topic_page(topic)
+    assert "Reading messages needs the data permission" in _markup(at)
+    assert not [b for b in at.button if b.key == "peek_go"]
+    # granted when drawn, taken away before the click: the click's run reads keel.toml again, nothing is read
+    _page_config(tmp_path / "keel.toml", page, data=True)
+    at = _topic_page(topic)
+    _page_config(tmp_path / "keel.toml", page, data=False)
+    at.button(key="peek_go").click().run()
+    assert not at.exception and "Reading messages needs the data permission" in _markup(at)
+    assert not [t for t in at.dataframe if "Value" in t.value.columns]
+    assert Store(tmp_path / "keel.sqlite").actions(kind="peek") == []
