@@ -6,8 +6,8 @@ Pure: core.kafka.peek reads the records through the brokers and hands them here 
   whose timestamp is at or after a time (ListOffsets by time, as `offsets_for_times` / kafka-console-consumer's
   tools do). At most `max_messages` messages and `max_bytes` bytes (keys, values and headers) are returned; the
   message that crosses the byte bound is the last one returned, cut to what fits.
-* How: every key, value and header value is shown as text. UTF-8 when it decodes (JSON pretty-printed when it
-  parses as an object or an array), else hex. The dashboard draws it with st.code / st.dataframe and the CLI
+* How: every key, value and header value is shown as text. UTF-8 when it decodes and holds no control character
+  but tab and newlines (JSON pretty-printed when it parses as an object or an array), else hex. The dashboard draws it with st.code / st.dataframe and the CLI
   prints it: nothing is ever rendered as markdown or HTML.
 """
 
@@ -207,6 +207,9 @@ def bound(req: PeekRequest, messages: Sequence[Message]) -> tuple[tuple[Message,
     return tuple(out), False, ""
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # control characters but tab and newlines
+
+
 def show_bytes(data: bytes | None) -> tuple[str, str]:
     """(text, how): UTF-8 text ("text"), pretty-printed JSON ("json"), hex ("hex") or null ("null")."""
     if data is None:
@@ -214,6 +217,8 @@ def show_bytes(data: bytes | None) -> tuple[str, str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
+        return data.hex(" "), "hex"
+    if _CONTROL.search(text):  # ESC sequences would drive a terminal (the CLI prints it): binary, shown as hex
         return data.hex(" "), "hex"
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
@@ -234,7 +239,7 @@ def rows(messages: Sequence[Message]) -> list[dict]:
                     "timestamp_ms": m.timestamp, "timestamp_type": TIMESTAMP_TYPES.get(m.timestamp_type, "-")
                     if m.timestamp_type is not None else "-",
                     "key": key, "key_format": key_as, "value": value, "value_format": value_as,
-                    "headers": [{"key": k, "value": show_bytes(v)[0]} for k, v in m.headers],
+                    "headers": [{"key": show_bytes(k.encode())[0], "value": show_bytes(v)[0]} for k, v in m.headers],
                     "bytes": m.size})
     return out
 
