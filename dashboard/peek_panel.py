@@ -24,8 +24,9 @@ MODES = {"Last N messages": model.LAST, "From an offset": model.OFFSET, "From a 
 
 
 def panel(cfg: KeelConfig, cluster: ClusterConfig, topic: Topic) -> None:
-    with st.expander(":material/mail: Messages (peek)", expanded=st.session_state.get(RESULT, {}).get("topic")
-                     == topic.name):
+    with st.container(key="peek_box"), st.expander(":material/mail: Messages (peek)",
+                                                     expanded=st.session_state.get(RESULT, {}).get("topic")
+                                                     == topic.name):
         if not cluster.bootstrap:
             st.caption(f"Peeking reads through the brokers: add bootstrap = \"host:port,...\" to cluster "
                        f"{md(cluster.name)} in keel.toml.")

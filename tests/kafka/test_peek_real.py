@@ -15,6 +15,7 @@ import pytest
 from core.audit.store import Store
 from core.cli import main
 from tests.kafka.realkafka import RealKafka, create_topic
+from tests.support.browser import chromium, have_chromium, serve_dashboard
 
 BASE_TS = 1_780_000_000_000  # 2026-05-28: explicit CreateTime of record i is BASE_TS + 1000 * i
 VALUES = [b'{"n": 0, "name": "zero"}', b"<script>alert(1)</script>", b"**bold** _x_", b"\xff\x00\x01binary",
@@ -245,3 +246,57 @@ def test_a_viewer_without_the_data_permission_cannot_peek_on_the_page(page: Real
     assert not at.exception and "Reading messages needs the data permission" in _markup(at)
     assert not [t for t in at.dataframe if {"Offset", "Value", "Headers"} <= set(t.value.columns)]
     assert Store(tmp_path / "keel.sqlite").actions(kind="peek") == []
+
+
+# --- in a browser: what Chromium draws is the text, nothing runs, nothing is bold --------------------------------
+
+BROWSER_KEY = b"**bold** _x_"
+BROWSER_VALUE = b'<script>window.__peeked = 1</script><img src=x onerror="window.__img = 1"><b>b</b>'
+SHOWN = """
+const codes = [...document.querySelectorAll('.st-key-peek_box [data-testid=stCode]')].map(e => e.innerText.trim());
+const bold = [...document.querySelectorAll('.st-key-peek_box strong, .st-key-peek_box em, .st-key-peek_box b')]
+  .map(e => e.innerText);
+return {codes, bold, peeked: window.__peeked ?? null, img: window.__img ?? null,
+        imgs: document.querySelectorAll('.st-key-peek_box img').length};
+"""
+
+
+@pytest.mark.skipif(not have_chromium(), reason="Debian chromium and chromedriver are needed")
+def test_chromium_shows_a_message_as_typed(healthy: RealKafka, tmp_path):
+    import time
+
+    from kafka import KafkaProducer
+
+    topic = f"peek-browser-{uuid.uuid4().hex[:6]}"
+    create_topic(healthy, topic, {0: [1, 2]})
+    producer = KafkaProducer(bootstrap_servers=healthy.bootstrap, acks="all")
+    try:
+        producer.send(topic, BROWSER_VALUE, key=BROWSER_KEY, partition=0).get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+    _page_config(tmp_path / "keel.toml", healthy, data=True)
+    with serve_dashboard(tmp_path / "keel.toml", tmp_path) as url, chromium(1500, 2400) as driver:
+        driver.get(f"{url}/topics?topic={topic}")
+        deadline = time.monotonic() + 60
+
+        def wait_for(css: str):
+            while not driver.find_elements("css selector", css):
+                if time.monotonic() > deadline:
+                    driver.save_screenshot(str(tmp_path / "peek-missing.png"))
+                    raise AssertionError(f"{css} did not show ({tmp_path})")
+                time.sleep(0.3)
+            return driver.find_elements("css selector", css)[0]
+
+        wait_for(".st-key-peek_box summary").click()
+        wait_for(".st-key-peek_go button").click()
+        while len(driver.execute_script(SHOWN)["codes"]) < 2:
+            if time.monotonic() > deadline:
+                driver.save_screenshot(str(tmp_path / "peek-no-result.png"))
+                raise AssertionError(f"no message shown ({tmp_path})")
+            time.sleep(0.3)
+        time.sleep(1.0)
+        driver.save_screenshot(str(tmp_path / "peek.png"))
+        shown = driver.execute_script(SHOWN)
+    assert shown["codes"][:2] == [BROWSER_KEY.decode(), BROWSER_VALUE.decode()], shown
+    assert shown["bold"] == [] and shown["imgs"] == 0, shown
+    assert shown["peeked"] is None and shown["img"] is None, shown  # nothing of it ran
