@@ -100,7 +100,8 @@ def _show(topic: Topic) -> None:
     if result.truncated:
         st.warning(f"The message was cut to {req.max_bytes:,} bytes.", icon=":material/content_cut:")
     elif result.stopped:
-        st.caption(f"Stopped at {md(result.stopped)}; read on from offset {result.messages[-1].offset + 1:,}.")
+        following = result.messages[-1].offset + 1 if result.messages else result.start
+        st.caption(f"Stopped at {md(result.stopped)}; read on from offset {following:,}.")
     if not result.messages:
         return
     shown = model.rows(result.messages)
