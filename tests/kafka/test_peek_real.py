@@ -90,6 +90,12 @@ def test_peek_returns_exactly_the_records_produced_at_those_offsets_and_times(he
     assert (first["messages"][3]["value"], first["messages"][3]["value_format"]) == ("ff 00 01 62 69 6e 61 72 79",
                                                                                      "hex")
     assert first["stopped_by"] == "4 messages"
+    code, out, err = keel("peek", "--bootstrap-server", healthy.bootstrap, "--topic", topic, "--partition", "1",
+                          "--offset", "1", "--max-messages", "3", "--store", str(store.path))
+    assert code == 0, err
+    assert out.splitlines()[1:5] == ["header h: v1", "key (text): k1", "value (text):", "<script>alert(1)</script>"]
+    assert "value (hex):\nff 00 01 62 69 6e 61 72 79\n" in out
+    assert "offsets 0 to 9 (10 messages)" in err and "read on with --offset 4" in err
 
     # the first record at or after a time (ListOffsets by time), between two records' timestamps too
     at = peek_json(healthy.bootstrap, store, topic, "--from-time", str(BASE_TS + 5000), "--max-messages", "2")
@@ -112,7 +118,7 @@ def test_peek_returns_exactly_the_records_produced_at_those_offsets_and_times(he
     assert _groups(healthy.admin) == groups_before
     # every peek recorded: who, which partition, how many; never the contents
     peeks = [a for a in store.actions(kind="peek")]
-    assert len(peeks) == 7
+    assert len(peeks) == 8
     assert {(a.actor, a.source, a.role, a.target) for a in peeks} == {("sam", "cli", "data", f"{topic}-1")}
     done = {a.result for a in peeks if a.status == "applied"}
     assert f"3 message(s) of {topic}-1, offsets 7-9, 36 bytes" in done
