@@ -114,12 +114,22 @@ def test_peek_returns_exactly_the_records_produced_at_those_offsets_and_times(he
                         "--offset", "11", "--store", str(store.path))
     assert code == 1 and "offset 11 is out of range" in err and "0 to 9" in err
 
+    # a topic or partition that does not exist: Keel's error, at once
+    code, _, err = keel("peek", "--bootstrap-server", healthy.bootstrap, "--topic", topic + "-nope", "--last", "1",
+                        "--store", str(store.path))
+    assert code == 1 and f"Topic '{topic}-nope' does not exist" in err
+    code, _, err = keel("peek", "--bootstrap-server", healthy.bootstrap, "--topic", topic, "--partition", "2",
+                        "--last", "1", "--store", str(store.path))
+    assert code == 1 and f"topic {topic} has no partition 2: its partitions are 0 to 1" in err
+    assert topic + "-nope" not in healthy.kafka_topics()  # not created by asking
+
     # no group was joined, nothing committed
     assert _groups(healthy.admin) == groups_before
     # every peek recorded: who, which partition, how many; never the contents
     peeks = [a for a in store.actions(kind="peek")]
-    assert len(peeks) == 8
-    assert {(a.actor, a.source, a.role, a.target) for a in peeks} == {("sam", "cli", "data", f"{topic}-1")}
+    assert len(peeks) == 10
+    assert {(a.actor, a.source, a.role, a.target) for a in peeks} == {
+        ("sam", "cli", "data", t) for t in (f"{topic}-1", f"{topic}-2", f"{topic}-nope-0")}
     done = {a.result for a in peeks if a.status == "applied"}
     assert f"3 message(s) of {topic}-1, offsets 7-9, 36 bytes" in done
     assert any("out of range" in (a.result or "") for a in peeks if a.status == "failed")
