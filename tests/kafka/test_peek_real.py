@@ -277,6 +277,7 @@ return {codes, bold, peeked: window.__peeked ?? null, img: window.__img ?? null,
 """
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(not have_chromium(), reason="Debian chromium and chromedriver are needed")
 def test_chromium_shows_a_message_as_typed(healthy: RealKafka, tmp_path):
     import time
