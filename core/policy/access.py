@@ -9,7 +9,8 @@ Roles: viewer (look), operator (topic writes, elections, reassignments), admin (
 back). Reading messages (peek) is a permission of its own, `data`: granted only by name (`data = [...]` in
 `[access]`), never implied by operator or admin (who runs the cluster need not read what flows through it); in
 `none` mode by `[keel] data = true`, on loopback only. `may_read_data` / `check_data` decide it.
-A role is granted to principals, in `[access]` and, per cluster, `[clusters.<name>.access]` (a role listed there replaces the global list of that role; the others are inherited):
+A role is granted to principals, in `[access]` and, per cluster, `[clusters.<name>.access]` (a role listed there
+replaces the global list of that role; the others are inherited):
 
     group:NAME      a member of group NAME (the groups claim of the ID token, or the proxy's groups header)
     user:SUBJECT    the ID token's subject, or the proxy's user header
@@ -488,7 +489,7 @@ def _may_read_data(who: Identity, config: "KeelConfig", cluster: str | None, exp
     if who.source == NONE or config.auth.mode == NONE:
         if exposed:
             return False, "not signed in, and this instance listens beyond loopback"
-        if getattr(config, "data", False):
+        if config.data:
             return True, "not signed in: [keel] data = true"
         return False, "not signed in, and [keel] data is not true"
     hit = next((p for p in rules.data or () if _matches(p, who)), None)
