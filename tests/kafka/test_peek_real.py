@@ -304,8 +304,26 @@ def test_chromium_shows_a_message_as_typed(healthy: RealKafka, tmp_path):
                 time.sleep(0.3)
             return driver.find_elements("css selector", css)[0]
 
-        wait_for(".st-key-peek_box summary").click()
-        wait_for(".st-key-peek_go button").click()
+        def click(css: str) -> None:  # the expander opens with an animation: retry until the element takes it
+            from selenium.common.exceptions import WebDriverException
+
+            while True:
+                element = wait_for(css)
+                try:
+                    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+                    element.click()
+                    return
+                except WebDriverException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.3)
+
+        click(".st-key-peek_box summary")
+        while not [b for b in driver.find_elements("css selector", ".st-key-peek_go button") if b.is_displayed()]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the Peek button did not show ({tmp_path})")
+            time.sleep(0.3)
+        click(".st-key-peek_go button")
         while len(driver.execute_script(SHOWN)["codes"]) < 2:
             if time.monotonic() > deadline:
                 driver.save_screenshot(str(tmp_path / "peek-no-result.png"))
