@@ -1,0 +1,153 @@
+"""Topic sizes, offsets and message counts (issue 30 item 1) on real brokers: what Keel reads in one refresh
+(core.kafka.offsets.read_topic_sizes) equals what Kafka's own tools print on the same cluster, in ZooKeeper mode (the
+shared `healthy` cluster, through bootstrap) and in KRaft mode:
+* earliest / latest / newest offsets = GetOffsetShell --time -2 / -1 / -3 (org.apache.kafka.tools in 3.9);
+* every replica's bytes and each broker's total = kafka-log-dirs --describe (LogDirsCommand);
+* the newest timestamp is the highest the producer set, and the message count is latest - earliest after
+  deleteRecords moved a log start offset.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+from tests.kafka.realkafka import RealKafka, create_topic, eventually, tool_class
+
+T0 = 1_700_000_000_000  # ms: record timestamps the producer sets
+# partition -> record timestamps, in the order produced; partition 1 out of order (its newest is not its last),
+# partition 2 stays empty
+RECORDS = {0: [T0 + i * 1000 for i in range(30)], 1: [T0 + 5000, T0 + 9000, T0 + 7000], 2: []}
+
+
+def _produce(bootstrap: str, topic: str) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    try:
+        for p, stamps in RECORDS.items():
+            for i, ts in enumerate(stamps):
+                producer.send(topic, f"{p}-{i}".encode() * 50, partition=p, timestamp_ms=ts).get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+
+
+def _get_offset_shell(tool, version: str, bootstrap: str, topic: str, time: str) -> dict[int, int]:
+    """GetOffsetShell's `topic:partition:offset` lines for --time `time`."""
+    main = tool_class(version, "org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell")
+    proc = tool(main, "--bootstrap-server", bootstrap, "--topic", topic, "--time", time)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {int(m.group(1)): int(m.group(2)) for m in re.finditer(rf"^{re.escape(topic)}:(\d+):(-?\d+)$",
+                                                                  proc.stdout, re.M)}
+
+
+def _log_dirs(tool, version: str, bootstrap: str) -> dict:
+    main = tool_class(version, "org.apache.kafka.tools.LogDirsCommand", "kafka.admin.LogDirsCommand")
+    proc = tool(main, "--bootstrap-server", bootstrap, "--describe")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout[proc.stdout.index("{"):])
+
+
+def _replicas_in(doc: dict) -> dict[tuple[int, str, int], int]:
+    out = {}
+    for b in doc["brokers"]:
+        for d in b["logDirs"]:
+            if d["error"] is not None:
+                continue
+            for p in d["partitions"]:
+                if not p["isFuture"]:
+                    t, _, n = p["partition"].rpartition("-")
+                    out[(b["broker"], t, int(n))] = p["size"]
+    return out
+
+
+def _same_as_kafka_tools(tool, version: str, bootstrap: str, topic: str) -> None:
+    from core.kafka.admin import KafkaAdmin
+    from core.kafka.offsets import read_topic_sizes
+
+    earliest = _get_offset_shell(tool, version, bootstrap, topic, "-2")
+    latest = _get_offset_shell(tool, version, bootstrap, topic, "-1")
+    newest = _get_offset_shell(tool, version, bootstrap, topic, "-3")  # nothing printed for the empty partition
+    assert earliest[0] == 10 and latest == {0: 30, 1: 3, 2: 0} and set(newest) == {0, 1}, (earliest, latest, newest)
+
+    def same() -> None:
+        doc = _log_dirs(tool, version, bootstrap)
+        with KafkaAdmin(bootstrap) as admin:
+            sizes = read_topic_sizes(admin)
+        mine = sizes.partitions_of(topic)
+        assert [p.partition for p in mine] == [0, 1, 2]
+        assert {p.partition: p.earliest for p in mine} == earliest
+        assert {p.partition: p.latest for p in mine} == latest
+        assert {p.partition: p.newest_offset for p in mine if p.newest_offset is not None} == newest
+        assert {p.partition: p.messages for p in mine} == {0: 20, 1: 3, 2: 0}
+        assert {p.partition: p.newest_timestamp for p in mine} == {0: T0 + 29_000, 1: T0 + 9000, 2: None}
+        assert newest[1] == 1  # the record with the highest timestamp, not the last one
+        theirs = _replicas_in(doc)
+        assert {(b, p.partition): n for p in mine for b, n in p.replicas} == \
+            {(b, p): n for (b, t, p), n in theirs.items() if t == topic}
+        assert all(p.size == max(n for _, n in p.replicas) for p in mine)
+        per_broker: dict[int, int] = {}
+        for (b, _t, _p), n in theirs.items():
+            per_broker[b] = per_broker.get(b, 0) + n
+        assert dict(sizes.brokers) == per_broker
+        total = sizes.topics[topic]
+        assert (total.partitions, total.messages, total.newest_timestamp) == (3, 23, T0 + 29_000)
+        assert total.size == sum(p.size or 0 for p in mine) > 0
+        assert total.on_disk == sum(n for p in mine for _, n in p.replicas) == 2 * total.size
+        assert sizes.timestamps_note is None
+        leaders = len({b for b in per_broker})
+        assert sizes.requests == {"ListOffsets": 3 * leaders, "DescribeLogDirs": len(per_broker)}, sizes.requests
+
+    # a follower may still be appending the last batch; __consumer_offsets may grow between the two reads
+    eventually(same, timeout=30, interval=1)
+
+
+def _delete_first_ten(admin, topic: str) -> None:
+    from kafka import TopicPartition
+
+    admin.delete_records({TopicPartition(topic, 0): 10})
+
+
+def test_sizes_and_offsets_equal_get_offset_shell_and_log_dirs_zookeeper_mode(healthy: RealKafka):
+    topic = f"sizes-{uuid.uuid4().hex[:6]}"
+    create_topic(healthy, topic, {0: [1, 2], 1: [2, 3], 2: [3, 1]})
+    _produce(healthy.bootstrap, topic)
+    _delete_first_ten(healthy.admin, topic)
+    _same_as_kafka_tools(healthy.cluster.tool, healthy.cluster.version, healthy.bootstrap, topic)
+
+
+def test_sizes_and_offsets_equal_get_offset_shell_and_log_dirs_kraft(kraft):
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    topic = f"sizes-{uuid.uuid4().hex[:6]}"
+    admin = KafkaAdminClient(bootstrap_servers=kraft.bootstrap_servers, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2], 1: [2, 3], 2: [3, 1]})])
+
+        def online() -> None:
+            parts = admin.describe_topics([topic])[0]["partitions"]
+            assert len(parts) == 3 and all(p["leader"] >= 0 if "leader" in p else p["leader_id"] >= 0
+                                           for p in parts), parts
+        eventually(online)
+        _produce(kraft.bootstrap_servers, topic)
+        _delete_first_ten(admin, topic)
+    finally:
+        admin.close()
+    _same_as_kafka_tools(kraft.tool, kraft.version, kraft.bootstrap_servers, topic)
+
+
+def test_a_partition_without_a_leader_is_unknown_not_zero(healthy: RealKafka):
+    """A leader that is not there: the partition's offsets are unknown, with why; the others are read."""
+    from core.kafka.admin import KafkaAdmin
+    from core.kafka.offsets import read_offsets
+
+    topic = f"sizes-nl-{uuid.uuid4().hex[:6]}"
+    create_topic(healthy, topic, {0: [1, 2], 1: [2, 3]})
+    with KafkaAdmin(healthy.bootstrap) as admin:
+        offsets, requests, _ = read_offsets(admin, {(topic, 0): -1, (topic, 1): 2})
+    # partition 0's leader is asked again from fresh metadata: it has one, so it is read
+    assert offsets[(topic, 0)].latest == 0 and offsets[(topic, 1)].latest is not None
+    with KafkaAdmin(healthy.bootstrap) as admin:
+        offsets, _, _ = read_offsets(admin, {(topic, 0): 99})
+    assert offsets[(topic, 0)].latest is None and "broker 99" in offsets[(topic, 0)].error
