@@ -151,3 +151,99 @@ def test_a_partition_without_a_leader_is_unknown_not_zero(healthy: RealKafka):
     with KafkaAdmin(healthy.bootstrap) as admin:
         offsets, _, _ = read_offsets(admin, {(topic, 0): 99})
     assert offsets[(topic, 0)].latest is None and "broker 99" in offsets[(topic, 0)].error
+
+
+def _page(at, page: str, ready, tries: int = 40):
+    """Run `page` until `ready(at)` (the sizes are read in the background: a rerun shows them)."""
+    import time
+
+    at.switch_page(page).run()
+    for _ in range(tries):
+        assert not at.exception, at.exception
+        if ready(at):
+            return at
+        time.sleep(0.25)
+        at.run()
+    raise AssertionError(f"{page}: the sizes never showed")
+
+
+def test_topics_and_broker_pages_show_what_the_tools_report(healthy: RealKafka, tmp_path, monkeypatch):
+    import streamlit as st
+
+    from tests.dashboard.test_dashboard_apptest import app, metrics, table_with, texts, write_config
+
+    topic = f"sizes-page-{uuid.uuid4().hex[:6]}"
+    create_topic(healthy, topic, {0: [1, 2], 1: [2, 3], 2: [3, 1]})
+    _produce(healthy.bootstrap, topic)
+    _delete_first_ten(healthy.admin, topic)
+    doc = eventually(lambda: _settled_log_dirs(healthy, topic), timeout=30, interval=1)
+    theirs = _replicas_in(doc)
+    size = sum(max(n for (b, t, p), n in theirs.items() if t == topic and p == q) for q in (0, 1, 2))
+
+    write_config(tmp_path, monkeypatch, {"real": {"zk": healthy.zk_connect, "bootstrap": healthy.bootstrap}},
+                 role="viewer")
+    st.cache_resource.clear()
+    try:
+        at = app()
+        at.run()
+
+        def listed(at) -> bool:
+            df = table_with(at, "Topic", "dataframe")
+            return "Size" in df.columns and df["Size"].map(lambda v: isinstance(v, (int, float))).all()
+        _page(at, "views/topics.py", listed)
+        listing = table_with(at, "Topic", "dataframe")
+        row = listing[listing["Topic"] == topic].iloc[0]
+        assert (row["Size"], row["Messages"], row["Newest"]) == (size, 23, "2023-11-14 22:13:49 UTC")  # T0 + 29 s
+        assert row["On disk"] == 2 * size
+        assert list(listing["Size"]) == sorted(listing["Size"], reverse=True)  # biggest topics first
+        assert "ListOffsets" in texts(at.caption) and "DescribeLogDirs" in texts(at.caption)
+
+        at.selectbox(key="topic").select(topic).run()
+        assert not at.exception, at.exception
+        parts = table_with(at, "Partition", "dataframe")
+        assert list(parts["Earliest"]) == [10, 0, 0] and list(parts["Latest"]) == [30, 3, 0]
+        assert list(parts["Messages"]) == [20, 3, 0]
+        assert metrics(at)["Messages"] == "23"
+
+        at.query_params["broker"] = "2"
+        _page(at, "views/broker.py", lambda at: metrics(at).get("Bytes", "—") != "—")
+        per_broker = sum(n for (b, _t, _p), n in theirs.items() if b == 2)
+        from dashboard.topic_sizes import human_bytes
+        assert metrics(at)["Bytes"] == human_bytes(per_broker), (metrics(at), per_broker)
+    finally:
+        st.cache_resource.clear()
+
+
+def _settled_log_dirs(kafka: RealKafka, topic: str) -> dict:
+    """kafka-log-dirs' document once both replicas of each partition of `topic` are the same size."""
+    doc = _log_dirs(kafka.cluster.tool, kafka.cluster.version, kafka.bootstrap)
+    mine: dict[int, set[int]] = {}
+    for (_b, t, p), n in _replicas_in(doc).items():
+        if t == topic:
+            mine.setdefault(p, set()).add(n)
+    assert sorted(mine) == [0, 1, 2] and all(len(v) == 1 for v in mine.values()), mine
+    return doc
+
+
+def test_without_bootstrap_the_columns_say_what_they_need(healthy: RealKafka, tmp_path, monkeypatch):
+    import streamlit as st
+
+    from core.topic_sizes import NO_BOOTSTRAP
+    from tests.dashboard.test_dashboard_apptest import app, metrics, table_with, texts, write_config
+
+    write_config(tmp_path, monkeypatch, {"real": {"zk": healthy.zk_connect}}, role="viewer")
+    st.cache_resource.clear()
+    try:
+        at = app()
+        at.run()
+        at.switch_page("views/topics.py").run()
+        assert not at.exception, at.exception
+        listing = table_with(at, "Topic", "dataframe")
+        assert set(listing["Size"]) == set(listing["Messages"]) == {"needs bootstrap"}
+        assert "bootstrap" in texts(at.caption) and NO_BOOTSTRAP.split(":")[0] in texts(at.caption)
+        at.query_params["broker"] = "1"
+        at.switch_page("views/broker.py").run()
+        assert not at.exception, at.exception
+        assert metrics(at)["Bytes"] == "—"
+    finally:
+        st.cache_resource.clear()
