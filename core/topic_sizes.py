@@ -96,11 +96,15 @@ def build(offsets: Mapping[TopicPartition, Offsets], replica_bytes: Mapping[tupl
     out: dict[TopicPartition, PartitionSize] = {}
     for key in sorted(keys):
         o = offsets.get(key, unknown)
-        reps = tuple(sorted(by_partition.get(key, ())))
+        reps = by_partition.get(key)
+        if reps:
+            reps.sort()
+            size: int | None = max([n for _, n in reps])
+        else:
+            size = None
         messages = o.latest - o.earliest if o.latest is not None and o.earliest is not None else None
-        out[key] = PartitionSize(key[0], key[1], o.earliest, o.latest, messages,
-                                 max(n for _, n in reps) if reps else None, reps, o.newest_timestamp,
-                                 o.newest_offset, o.error)
+        out[key] = PartitionSize(key[0], key[1], o.earliest, o.latest, messages, size, tuple(reps or ()),
+                                 o.newest_timestamp, o.newest_offset, o.error)
     return TopicSizes(out, totals(out.values()), dict(sorted(brokers.items())), read_at, dict(requests or {}),
                       timestamps_note, tuple(problems))
 

@@ -22,7 +22,9 @@ from core.topic_sizes import NO_BOOTSTRAP, TopicSizes, biggest_first, broker_sha
 from dashboard import ui
 
 MEMO = "topic_sizes"  # Connection.memo: the reader
-TTL = 30.0  # s between two reads: offsets move with every produce, but a refresh of 100,000 partitions costs seconds
+TTL = 30.0  # s between two reads at least: offsets move with every produce
+SPACING = 10  # ... and at least 10x the last read's time: a refresh of 100,000 partitions costs ~5 s of client CPU
+# (bench/topic_sizes.py), so the background reads never take more than a tenth of a core
 RETRY = 15.0  # s after a failed read
 WAIT = 1.5  # s a page waits for a read in flight when it has nothing to show yet
 TIMEOUT = 10.0  # s per request
@@ -37,6 +39,7 @@ class Shown:
 
     sizes: TopicSizes | None
     note: str | None
+    every: float = TTL  # s between two reads
 
 
 def _leaders(snap: ClusterSnapshot) -> dict[tuple[str, int], int]:
@@ -53,7 +56,13 @@ class Reader:
         self._latest: TopicSizes | None = None
         self._error: str | None = None
         self._ended = 0.0
+        self._took = 0.0  # s the last read took
         self._running = False
+
+    @property
+    def every(self) -> float:
+        """Seconds between two reads."""
+        return max(self.ttl, SPACING * self._took)
 
     def _read_brokers(self, leaders: dict[tuple[str, int], int]) -> TopicSizes:
         from core.kafka.admin import KafkaAdmin  # kafka-python is loaded only where a cluster has brokers to ask
@@ -65,7 +74,7 @@ class Reader:
     def get(self, snap: ClusterSnapshot, *, wait: float = WAIT, force: bool = False) -> Shown:
         with self._lock:
             age = time.monotonic() - self._ended
-            due = force or self._ended == 0.0 or age >= (self.ttl if self._error is None else self.retry)
+            due = force or self._ended == 0.0 or age >= (self.every if self._error is None else self.retry)
             if due and not self._running:
                 self._running = True
                 threading.Thread(target=self._run, args=(_leaders(snap),), daemon=True,
@@ -77,9 +86,10 @@ class Reader:
             return Shown(None, f"Sizes could not be read through {self.cluster.bootstrap}: {error}" if error else
                          f"Sizes are being read through {self.cluster.bootstrap}…" if running else None)
         note = f"The last read failed ({error}); showing the one before." if error else None
-        return Shown(latest, note)
+        return Shown(latest, note, self.every)
 
     def _run(self, leaders: dict[tuple[str, int], int]) -> None:
+        started = time.monotonic()
         try:
             got, error = self._read_fn(leaders), None
         except KeelError as e:
@@ -90,6 +100,7 @@ class Reader:
             if got is not None:
                 self._latest = got
             self._error, self._ended, self._running = error, time.monotonic(), False
+            self._took = self._ended - started
             self._lock.notify_all()
 
 
@@ -230,7 +241,7 @@ def caption(s: Shown) -> str:
     r = s.sizes
     cost = ", ".join(f"{n:,} {k}" for k, n in r.requests.items())
     parts = [f"Sizes and offsets read at {time.strftime('%H:%M:%S UTC', time.gmtime(r.read_at))} ({cost}), "
-             f"again every {TTL:g} s."]
+             f"again every {s.every:.0f} s."]
     if r.timestamps_note:
         parts.append(f"Newest: {r.timestamps_note}.")
     parts += list(r.problems)

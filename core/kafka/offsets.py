@@ -6,7 +6,9 @@ One refresh sends:
   timestamp per partition): one request per leader and spec, every one in flight at once, as Kafka's Admin client
   groups listOffsets by leader. MAX_TIMESTAMP (-3, KIP-734) needs ListOffsets v7, Kafka 3.0+; older brokers are not
   asked and the answer says they cannot tell;
-* describeLogDirs, one request per live broker (core.kafka.admin.log_dirs).
+* describeLogDirs, one request per live broker, all in flight at once, read straight into replica bytes (kafka-python's
+  describe_log_dirs sends them one after the other and turns every replica into a dict: 3x the CPU at 100,000
+  partitions, bench/topic_sizes.py).
 
 A leader that moved answers NOT_LEADER_OR_FOLLOWER: those partitions are asked once more of the leaders in fresh
 metadata. A partition without a leader, or whose leader does not answer, is unknown (with why), never zero.
@@ -19,6 +21,7 @@ import time
 from typing import Mapping, Sequence
 
 import kafka.errors as kerrors
+from kafka.protocol.admin.cluster import DescribeLogDirsRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
 from core.kafka.admin import KafkaAdmin
@@ -68,6 +71,34 @@ def decode(response) -> dict[TopicPartition, tuple[int, int, str | None]]:
     return out
 
 
+def _send_all(admin: KafkaAdmin, requests: Sequence[tuple[int, object, object]], what: str
+              ) -> list[tuple[int, object, object]]:
+    """Send every (broker, tag, request) at once and wait for all: [(broker, tag, response or the exception)]."""
+    manager = admin._admin._manager
+    ms = int(admin.timeout * 1000)
+
+    async def run() -> list[tuple[int, object, object]]:
+        pending = []
+        for broker, tag, request in requests:
+            try:
+                pending.append((broker, tag, manager.send(request, node_id=broker)))
+            except Exception as e:  # the broker is not in the client's metadata, or not connectable
+                pending.append((broker, tag, e))
+        answers = []
+        for broker, tag, sent in pending:
+            if isinstance(sent, Exception):
+                answers.append((broker, tag, sent))
+                continue
+            try:
+                answers.append((broker, tag, await manager.wait_for(sent, ms)))
+            except Exception as e:  # one broker's failure is its own answer
+                answers.append((broker, tag, e))
+        return answers
+
+    with admin._translate(what):
+        return manager.run(run)
+
+
 def _ask(admin: KafkaAdmin, leaders: Mapping[TopicPartition, int], specs: Sequence[int]
          ) -> tuple[dict[int, dict[TopicPartition, tuple[int, int, str | None]]], dict[TopicPartition, str], int]:
     """Every (leader, spec) request in flight at once: ({spec: answers}, {partition: why unanswered}, requests)."""
@@ -78,30 +109,8 @@ def _ask(admin: KafkaAdmin, leaders: Mapping[TopicPartition, int], specs: Sequen
             failed[tp] = "no leader"
         else:
             by_leader.setdefault(leader, []).append(tp)
-    manager = admin._admin._manager
-    ms = int(admin.timeout * 1000)
-
-    async def run() -> list[tuple[int, int, object]]:
-        pending = []
-        for leader, tps in by_leader.items():
-            for spec in specs:
-                try:
-                    pending.append((leader, spec, manager.send(request_for(tps, spec), node_id=leader)))
-                except Exception as e:  # the leader is not in the client's metadata, or not connectable
-                    pending.append((leader, spec, e))
-        answers = []
-        for leader, spec, sent in pending:
-            if isinstance(sent, Exception):
-                answers.append((leader, spec, sent))
-                continue
-            try:
-                answers.append((leader, spec, await manager.wait_for(sent, ms)))
-            except Exception as e:  # one leader's failure is its partitions' answer
-                answers.append((leader, spec, e))
-        return answers
-
-    with admin._translate("read the partitions' offsets (ListOffsets)"):
-        answers = manager.run(run)
+    answers = _send_all(admin, [(leader, spec, request_for(tps, spec)) for leader, tps in by_leader.items()
+                                for spec in specs], "read the partitions' offsets (ListOffsets)")
     got: dict[int, dict[TopicPartition, tuple[int, int, str | None]]] = {s: {} for s in specs}
     for leader, spec, answer in answers:
         if isinstance(answer, Exception):
@@ -158,18 +167,45 @@ def read_offsets(admin: KafkaAdmin, leaders: Mapping[TopicPartition, int] | None
     return out, requests, note
 
 
+def read_replica_bytes(admin: KafkaAdmin) -> tuple[dict[tuple[int, str, int], int], list[str], int]:
+    """describeLogDirs of every broker in the client's metadata (the live ones), all at once: ({(broker, topic,
+    partition): bytes}, problems, requests). Future replicas (an intra-broker move's destination) and offline
+    directories are left out, as kafka-log-dirs' sizes are read by `plan --sizes`."""
+    with admin._translate("list the brokers"):
+        brokers = sorted(b.node_id for b in admin._admin._manager.cluster.brokers())
+    answers = _send_all(admin, [(b, None, DescribeLogDirsRequest(topics=None)) for b in brokers],
+                        "describe the brokers' log directories")
+    out: dict[tuple[int, str, int], int] = {}
+    problems = []
+    for broker, _, answer in answers:
+        if isinstance(answer, Exception):
+            problems.append(f"broker {broker} did not answer describeLogDirs ({type(answer).__name__}: {answer}): "
+                            "its replicas are not counted")
+            continue
+        if getattr(answer, "error_code", 0):
+            problems.append(f"broker {broker} refused describeLogDirs ({kerrors.for_code(answer.error_code).__name__})")
+            continue
+        for d in answer.results:
+            if d.error_code:
+                problems.append(f"log dir {d.log_dir} of broker {broker} is offline "
+                                f"({kerrors.for_code(d.error_code).__name__}): its replicas are not counted")
+                continue
+            for t in d.topics:
+                name = t.name
+                for p in t.partitions:
+                    if not p.is_future_key:
+                        out[(broker, name, p.partition_index)] = p.partition_size
+    return out, problems, len(brokers)
+
+
 def read_topic_sizes(admin: KafkaAdmin, leaders: Mapping[TopicPartition, int] | None = None) -> TopicSizes:
     """One refresh: offsets of every partition (of `leaders`, default all) and every live broker's log dirs."""
     at = time.time()
     offsets, requests, note = read_offsets(admin, leaders)
-    dirs = admin.log_dirs()
-    replica_bytes = {(b, t, p): n for b, by_dir in dirs.by_broker().items()
-                     for replicas in by_dir.values() for (t, p), n in replicas.items()}
-    problems = [f"log dir {d.path} of broker {d.broker} is offline ({d.error}): its replicas are not counted"
-                for d in dirs.offline()]
+    replica_bytes, problems, log_dirs = read_replica_bytes(admin)
     return build(offsets, replica_bytes, partitions=offsets.keys(), read_at=at, timestamps_note=note,
-                 requests={"ListOffsets": requests, "DescribeLogDirs": len(dirs.brokers)}, problems=problems)
+                 requests={"ListOffsets": requests, "DescribeLogDirs": log_dirs}, problems=problems)
 
 
 __all__ = ["EARLIEST", "LATEST", "MAX_TIMESTAMP", "decode", "list_offsets_version", "read_offsets",
-           "read_topic_sizes", "request_for", "supports_max_timestamp"]
+           "read_replica_bytes", "read_topic_sizes", "request_for", "supports_max_timestamp"]

@@ -84,7 +84,7 @@ class _Cluster:
     name, bootstrap, connect_timeout = "c", "127.0.0.1:1", 5.0
 
 
-def test_reader_reads_once_per_ttl_in_the_background_and_keeps_the_last_good_read():
+def test_reader_reads_once_per_ttl_in_the_background_and_keeps_the_last_good_read(monkeypatch):
     from dashboard.topic_sizes import Reader
     from core.errors import KeelError
     from core.model import ClusterSnapshot
@@ -100,6 +100,7 @@ def test_reader_reads_once_per_ttl_in_the_background_and_keeps_the_last_good_rea
         return build(OFFSETS, REPLICAS, read_at=float(len(calls)))
 
     snap = ClusterSnapshot.from_json('{"format": "keel.snapshot/1", "cluster": "c", "captured_at": "", "source": "", "brokers": [], "topics": []}')
+    monkeypatch.setattr("dashboard.topic_sizes.SPACING", 0)  # the TTL alone (the spacing: the test below)
     r = Reader(_Cluster(), ttl=0.3, retry=0.3, read=read)
     first = r.get(snap, wait=0.05)
     assert first.sizes is None and "being read" in first.note  # never holds the page longer than `wait`
@@ -115,3 +116,19 @@ def test_reader_reads_once_per_ttl_in_the_background_and_keeps_the_last_good_rea
         time.sleep(0.01)
     failed = r.get(snap)
     assert failed.sizes.read_at == 1.0 and "no broker answered" in failed.note
+
+
+def test_a_slow_read_spaces_the_next_ones():
+    """Reads never take more than a tenth of the time: 10x the last read's duration between two."""
+    from dashboard.topic_sizes import SPACING, Reader
+    from core.model import ClusterSnapshot
+
+    def read(leaders):
+        time.sleep(0.1)
+        return build(OFFSETS, REPLICAS)
+
+    snap = ClusterSnapshot.from_json('{"format": "keel.snapshot/1", "cluster": "c", "captured_at": "", "source": "", '
+                                     '"brokers": [], "topics": []}')
+    r = Reader(_Cluster(), ttl=0.01, read=read)
+    got = r.get(snap, wait=2)
+    assert got.sizes is not None and got.every >= SPACING * 0.1
