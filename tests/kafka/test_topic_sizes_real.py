@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 
 from tests.kafka.realkafka import RealKafka, create_topic, eventually, tool_class
@@ -155,8 +156,6 @@ def test_a_partition_without_a_leader_is_unknown_not_zero(healthy: RealKafka):
 
 def _page(at, page: str, ready, tries: int = 40):
     """Run `page` until `ready(at)` (the sizes are read in the background: a rerun shows them)."""
-    import time
-
     at.switch_page(page).run()
     for _ in range(tries):
         assert not at.exception, at.exception
@@ -247,3 +246,43 @@ def test_without_bootstrap_the_columns_say_what_they_need(healthy: RealKafka, tm
         assert metrics(at)["Bytes"] == "—"
     finally:
         st.cache_resource.clear()
+
+
+def test_topics_and_broker_pages_readable_in_a_browser_at_900_and_1600_px(healthy: RealKafka, tmp_path):
+    """The new metrics (Size, On disk, Messages, Newest; a broker's Bytes) fit at 900 and 1600 px, and the list shows
+    the size columns beside the topic (headless Chromium; screenshots in tmp_path, KEEL_E2E_SCREENSHOTS copies)."""
+    import pytest
+
+    from tests.support.browser import chromium, have_chromium, serve_dashboard
+
+    if not have_chromium():
+        pytest.skip("Debian chromium and chromedriver are needed")
+    from tests.e2e.test_e2e_layout import CUT_BUTTONS, TRUNCATED_METRICS, shot, wait_js
+
+    topic = f"sizes-e2e-{uuid.uuid4().hex[:6]}"
+    create_topic(healthy, topic, {0: [1, 2], 1: [2, 3], 2: [3, 1]})
+    _produce(healthy.bootstrap, topic)
+    config = tmp_path / "keel.toml"
+    config.write_text(f'[keel]\nrole = "viewer"\n\n[clusters.real]\nzk = "{healthy.zk_connect}"\n'
+                      f'bootstrap = "{healthy.bootstrap}"\n')
+    with serve_dashboard(config, tmp_path) as url, chromium(1600, 1300) as driver:
+        for width in (1600, 900):
+            driver.set_window_size(width, 1300)
+            for path, label in ((f"topics?topic={topic}", "Newest"), ("broker?broker=2", "Bytes")):
+                driver.get(f"{url}/{path}")
+                wait_js(driver, "return [...document.querySelectorAll('[data-testid=stMetricLabel]')]"
+                        f".some(e => e.innerText.trim() === {label!r})", timeout=60, message=f"{label} on /{path}")
+                wait_js(driver, "return ![...document.querySelectorAll('[data-testid=stMetricValue]')]"
+                        ".some(e => e.innerText.trim() === '—')", timeout=30, message=f"the sizes on /{path}")
+                time.sleep(1.0)
+                found = driver.execute_script(TRUNCATED_METRICS)
+                shot(driver, tmp_path, f"sizes-{width}-{path.split('?')[0]}")
+                assert found["truncated"] == [], (width, path, found["truncated"])
+                assert driver.execute_script(CUT_BUTTONS) == [], (width, path)
+            driver.get(f"{url}/topics")
+            heads = wait_js(driver, "const h = [...document.querySelectorAll('[data-testid=stDataFrame] thead th')]"
+                            ".map(c => c.innerText.trim()); return h.includes('Size') ? h : null", timeout=60,
+                            message="the list's Size column")
+            # right after Health: on screen without scrolling (the grid draws only the columns in view)
+            assert heads.index("Size") == heads.index("Health") + 1, heads
+            shot(driver, tmp_path, f"sizes-{width}-topics-list")
