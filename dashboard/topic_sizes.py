@@ -30,7 +30,6 @@ WAIT = 1.5  # s a page waits for a read in flight when it has nothing to show ye
 TIMEOUT = 10.0  # s per request
 
 LIST_COLUMNS = ["Size", "On disk", "Messages", "Newest"]  # added to the Topics list
-PARTITION_COLUMNS = ["Earliest", "Latest", "Messages", "Size", "Replica bytes", "Newest"]
 
 
 @dataclass(frozen=True)
@@ -250,5 +249,5 @@ def caption(s: Shown) -> str:
     return " ".join(parts)
 
 
-__all__ = ["LIST_COLUMNS", "column_config", "missing_label", "PARTITION_COLUMNS", "Reader", "Shown", "add_list_columns", "caption",
+__all__ = ["LIST_COLUMNS", "column_config", "missing_label", "Reader", "Shown", "add_list_columns", "caption",
            "human_bytes", "partition_columns", "partition_config", "shown", "topic_metrics", "broker_metric"]

@@ -14,7 +14,12 @@ import re
 import time
 import uuid
 
-from tests.kafka.realkafka import RealKafka, create_topic, eventually, tool_class
+from sandbox.processes import kafka as kafka_runner
+from tests.kafka.realkafka import RealKafka, create_topic, eventually, needs_kafka, tool_class
+
+# GetOffsetShell --bootstrap-server (KIP-635) and ListOffsets MAX_TIMESTAMP (KIP-734) arrived in Kafka 3.0; older
+# brokers: test_older_brokers_cannot_tell_the_newest_timestamp
+SINCE_3_0 = needs_kafka("3.0", "GetOffsetShell --bootstrap-server and ListOffsets MAX_TIMESTAMP")
 
 T0 = 1_700_000_000_000  # ms: record timestamps the producer sets
 # partition -> record timestamps, in the order produced; partition 1 out of order (its newest is not its last),
@@ -110,6 +115,7 @@ def _delete_first_ten(admin, topic: str) -> None:
     admin.delete_records({TopicPartition(topic, 0): 10})
 
 
+@SINCE_3_0
 def test_sizes_and_offsets_equal_get_offset_shell_and_log_dirs_zookeeper_mode(healthy: RealKafka):
     topic = f"sizes-{uuid.uuid4().hex[:6]}"
     create_topic(healthy, topic, {0: [1, 2], 1: [2, 3], 2: [3, 1]})
@@ -166,6 +172,7 @@ def _page(at, page: str, ready, tries: int = 40):
     raise AssertionError(f"{page}: the sizes never showed")
 
 
+@SINCE_3_0
 def test_topics_and_broker_pages_show_what_the_tools_report(healthy: RealKafka, tmp_path, monkeypatch):
     import streamlit as st
 
@@ -248,6 +255,7 @@ def test_without_bootstrap_the_columns_say_what_they_need(healthy: RealKafka, tm
         st.cache_resource.clear()
 
 
+@SINCE_3_0
 def test_topics_and_broker_pages_readable_in_a_browser_at_900_and_1600_px(healthy: RealKafka, tmp_path):
     """The new metrics (Size, On disk, Messages, Newest; a broker's Bytes) fit at 900 and 1600 px, and the list shows
     the size columns beside the topic (headless Chromium; screenshots in tmp_path, KEEL_E2E_SCREENSHOTS copies)."""
@@ -286,3 +294,30 @@ def test_topics_and_broker_pages_readable_in_a_browser_at_900_and_1600_px(health
             # right after Health: on screen without scrolling (the grid draws only the columns in view)
             assert heads.index("Size") == heads.index("Health") + 1, heads
             shot(driver, tmp_path, f"sizes-{width}-topics-list")
+
+
+def test_older_brokers_cannot_tell_the_newest_timestamp(healthy: RealKafka, monkeypatch):
+    """Brokers before Kafka 3.0 answer ListOffsets up to v6, without MAX_TIMESTAMP: Keel does not ask, says why, and
+    still reads earliest / latest (two requests per leader). On 3.0+ brokers the older answer is simulated (the
+    version the brokers announce), the one part of this a current cluster cannot produce."""
+    from kafka import TopicPartition
+    from kafka.admin import OffsetSpec
+
+    from core.kafka import offsets as mod
+    from core.kafka.admin import KafkaAdmin
+
+    topic = f"sizes-old-{uuid.uuid4().hex[:6]}"
+    create_topic(healthy, topic, {0: [1, 2], 1: [2, 3], 2: [3, 1]})
+    _produce(healthy.bootstrap, topic)
+    if kafka_runner.version_at_least(healthy.cluster.version, "3.0"):
+        monkeypatch.setattr(mod, "list_offsets_version", lambda admin: 6)
+    with KafkaAdmin(healthy.bootstrap) as admin:
+        sizes = mod.read_topic_sizes(admin)
+    mine = sizes.partitions_of(topic)
+    theirs = healthy.admin.list_partition_offsets({TopicPartition(topic, p): OffsetSpec.LATEST for p in RECORDS})
+    assert {p.partition: p.latest for p in mine} == {tp.partition: o.offset for tp, o in theirs.items()} == \
+        {0: 30, 1: 3, 2: 0}
+    assert all(p.newest_timestamp is None and p.newest_offset is None for p in mine)
+    assert sizes.timestamps_note and "KIP-734" in sizes.timestamps_note and "Kafka 3.0+" in sizes.timestamps_note
+    leaders = len(sizes.brokers)
+    assert sizes.requests["ListOffsets"] == 2 * leaders
