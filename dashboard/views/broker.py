@@ -18,7 +18,7 @@ from core import health
 from core.restarts import only_in_sync_on
 from core.shares import even_share
 from core.model import NO_LEADER, ClusterSnapshot
-from dashboard import broker_defaults, frame, ui
+from dashboard import broker_defaults, frame, topic_sizes, ui
 from dashboard.text import md
 
 TOPIC_COLUMNS = ["Topic", "Replicas", "Leaders", "Preferred", "Partitions", "Share %"]
@@ -138,6 +138,7 @@ def live() -> None:
                    "leader-imbalance ratio)")
     ui.metric(m, "Only in-sync", f"{len(view.only_isr):,}",
               help="Partitions where it is the only in-sync replica: they go offline if it stops")
+    topic_sizes.broker_metric(m, topic_sizes.shown(conn, ctx.cluster, snap), broker_id)  # issue 30: its bytes
     if ctrl == broker_id:
         st.caption(":material/star: This broker is the controller.")
     share = conn.derived("even_share", snap, even_share)

@@ -20,7 +20,7 @@ from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
 from core.cluster import engines
 from core.topics.effective import TOPIC, effective_config
-from dashboard import actions, broker_defaults, charts, frame, ops_panels, peek_panel, security_panels, ui
+from dashboard import actions, broker_defaults, charts, frame, ops_panels, peek_panel, security_panels, topic_sizes, ui
 from dashboard.text import md, md_text
 
 PAGE_SIZES = (25, 50, 100, 500)
@@ -131,7 +131,10 @@ def _pick_topic(names: list[str]) -> None:
 def live() -> None:
     snap = frame.live_snapshot(conn, in_fragment=True)
     bd = broker_defaults.defaults(ctx.cluster, snap)
-    table = conn.derived("topics.table", snap, topic_table, key=bd)
+    sized = topic_sizes.shown(conn, ctx.cluster, snap)  # issue 30: sizes, offsets, messages (read in the background)
+    table = conn.derived("topics.table", snap, lambda s: topic_sizes.add_list_columns(
+        topic_table(s), sized.sizes, topic_sizes.missing_label(ctx.cluster, sized)),
+        key=(bd, sized.sizes and sized.sizes.read_at, sized.note))
 
     # one wrapping row: the toggles keep their labels (columns of a fifth cut them to "Onl…" at 900 px)
     row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
@@ -149,12 +152,14 @@ def live() -> None:
     if hide_internal:
         view = view[~view["Topic"].isin(["__consumer_offsets", "__transaction_state"])]
 
-    st.caption(f"{len(view):,} of {len(table):,} topics · select a row to open the topic")
+    st.caption(f"{len(view):,} of {len(table):,} topics · select a row to open the topic · "
+               + md(topic_sizes.caption(sized)))
     broker_defaults.show_min_isr(health.min_isr_note(snap, bd))
     st.dataframe(_style_topics(view) if len(view) <= STYLED_TOPICS else view, hide_index=True, key="topic_list",
                  height=min(420, 38 + 35 * max(len(view), 1)), selection_mode="single-row",
                  on_select=partial(_pick_topic, view["Topic"].tolist()),
-                 column_config={"Config overrides": st.column_config.TextColumn(width="large")})
+                 column_config={"Config overrides": st.column_config.TextColumn(width="large"),
+                                **topic_sizes.column_config(sized.sizes is not None)})
 
     st.subheader("Partitions", anchor=False)
     names = view["Topic"].tolist()
@@ -183,6 +188,7 @@ def live() -> None:
               "partitions' leaders' (their dynamic config, the cluster default, server.properties, Kafka's 1)")
     ui.metric(m, "Off preferred", int(row["Off preferred"]), help="Partitions off their preferred leader")
     ui.metric(m, "Out of sync", int(row["Out-of-sync replicas"]), help="Replicas out of the ISR")
+    topic_sizes.topic_metrics(m, sized, topic_name)
     leaders = sorted({p.leader for p in topic.partitions if p.leader != NO_LEADER})
     if leaders:
         with st.popover("Brokers of this topic", icon=":material/dns:"):
@@ -198,7 +204,8 @@ def live() -> None:
                          key="topic_config", column_config={"Value": st.column_config.TextColumn(width="large")})
     security_panels.topic_access(conn, topic_name)  # issue 29: who may read, write, ... it
 
-    parts = conn.derived("topics.partitions", snap, lambda s: partition_table(s, topic), key=(topic_name, bd))
+    parts = conn.derived("topics.partitions", snap, lambda s: topic_sizes.partition_columns(
+        partition_table(s, topic), sized.sizes, topic_name), key=(topic_name, bd, sized.sizes and sized.sizes.read_at))
     p1, p2, p3 = st.columns([2, 1, 1], vertical_alignment="bottom")
     only_bad_p = p1.toggle("Only partitions with flags", key="part_only_bad")
     if only_bad_p:
@@ -218,7 +225,8 @@ def live() -> None:
                  column_config={"Partition": st.column_config.NumberColumn(format="%d", width="small"),
                                 "Leader": st.column_config.TextColumn(width="small"),
                                 "Preferred": st.column_config.TextColumn(width="small"),
-                                "Flags": st.column_config.TextColumn(width="large")})
+                                "Flags": st.column_config.TextColumn(width="large"),
+                                **topic_sizes.partition_config()})
 
     peek_panel.panel(cfg, ctx.cluster, topic)  # issue 30: its messages, for the data permission
     topic_actions(snap, topic)
