@@ -313,6 +313,8 @@ def plan_reset(group: str, spec_: ResetSpec, partitions: Sequence[TP], o: Offset
     Raises GroupNotInactiveError for a group with members (the tool's rule and message)."""
     require_inactive(group, o.state)
     file_plan = dict(spec_.plan)
+    if spec_.mode == "from-file":  # the file names the partitions (getPartitionsToReset gives none for it)
+        partitions = list(file_plan)
     rows = []
     for tp in sorted(set(partitions)):
         note = None

@@ -52,6 +52,10 @@ def _committed(kafka: RealKafka, group: str) -> dict[tuple[str, int], int]:
 
 
 def _commit(kafka: RealKafka, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    _commit_with(kafka.admin, group, offsets)
+
+
+def _commit_with(admin, group: str, offsets: dict[tuple[str, int], int]) -> None:
     from kafka import TopicPartition
     from kafka.structs import OffsetAndMetadata
 
@@ -60,7 +64,7 @@ def _commit(kafka: RealKafka, group: str, offsets: dict[tuple[str, int], int]) -
     deadline = time.monotonic() + 30
     while True:  # the first group of a fresh cluster waits for __consumer_offsets to be created
         try:
-            answer = kafka.admin.alter_group_offsets(group, {TopicPartition(t, p): OffsetAndMetadata(o, "", None)
+            answer = admin.alter_group_offsets(group, {TopicPartition(t, p): OffsetAndMetadata(o, "", None)
                                                              for (t, p), o in offsets.items()})
             break
         except CoordinatorNotAvailableError:
@@ -129,7 +133,7 @@ def test_every_mode_matches_kafka_consumer_groups_dry_run_then_execute(setup, tm
                            "--execute")
     assert code == 0, err
     assert _committed(kafka, group) == {(topic, 0): 6, (topic, 1): 6, (topic, 2): 6}
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(topic, bootstrap_servers=kafka.bootstrap, group_id=group, enable_auto_commit=False,
                              auto_offset_reset="none")
@@ -154,8 +158,6 @@ def test_every_mode_matches_kafka_consumer_groups_dry_run_then_execute(setup, tm
         assert code == 1 and "not empty" in err, err
     finally:
         consumer.close()
-    consumer_positions = None
-    del consumer_positions
 
     # undo the reset: the offsets before it come back
     from core.audit.store import Store
@@ -205,11 +207,7 @@ def test_reset_on_kraft(kraft, tmp_path):
                 producer.send(topic, b"x", partition=p)
         producer.flush(timeout=30)
         producer.close()
-        from kafka import TopicPartition
-        from kafka.structs import OffsetAndMetadata
-
-        admin.alter_group_offsets(group, {TopicPartition(topic, 0): OffsetAndMetadata(8, "", None),
-                                          TopicPartition(topic, 1): OffsetAndMetadata(4, "", None)})
+        _commit_with(admin, group, {(topic, 0): 8, (topic, 1): 4})
 
         def keel(*argv: str) -> tuple[int, str, str]:
             out, err = io.StringIO(), io.StringIO()
