@@ -230,3 +230,88 @@ def test_reset_on_kraft(kraft, tmp_path):
         assert {tp.partition: om.offset for tp, om in got.items()} == {0: 3, 1: 0}
     finally:
         admin.close()
+
+
+# --- the Consumer groups page ---------------------------------------------------------------------------------
+
+
+def _page(kafka: RealKafka, tmp_path, monkeypatch, role: str):
+    import streamlit as st
+
+    from tests.dashboard.test_dashboard_apptest import app, write_config
+
+    write_config(tmp_path, monkeypatch, {"real": {"zk": kafka.zk_connect, "bootstrap": kafka.bootstrap}}, role=role)
+    monkeypatch.setenv("KEEL_STORE", str(tmp_path / "page.sqlite"))
+    st.cache_resource.clear()
+    at = app().run()
+    at.switch_page("views/consumer_groups.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_page_dry_run_then_reset_then_undo_as_operator(setup, tmp_path, monkeypatch):
+    import streamlit as st
+
+    kafka, topic, group, _ = setup
+    try:
+        at = _page(kafka, tmp_path, monkeypatch, "operator")
+        at.selectbox(key="cg_group").select(group).run()
+        at.selectbox(key="cg_reset_mode").select("to-offset").run()
+        at.text_input(key="cg_reset_value").input("1").run()
+        at.radio(key="cg_reset_scope").set_value("Topics").run()
+        at.button(key="cg_reset_dry").click().run()
+        assert not at.exception, at.exception
+        table = next(d.value for d in at.dataframe if "Lag after" in d.value.columns)
+        assert [tuple(r) for r in table[["Partition", "Current", "New", "Lag after"]].itertuples(index=False)] == \
+            [(0, 5, 3, 17), (1, 10, 1, 19), (2, 2, 1, 19)]  # partition 0 clamped to its earliest, as the tool does
+        assert "lower than earliest offset" in table["Note"][0]
+        assert _committed(kafka, group) == {(topic, 0): 5, (topic, 1): 10, (topic, 2): 2}  # a dry run writes nothing
+        [ok] = [c for c in at.checkbox if c.key.startswith("cg_reset_ok_")]
+        ok.check().run()
+        at.button(key="cg_reset_go").click().run()
+        assert not at.exception, at.exception
+        from tests.dashboard.test_dashboard_apptest import texts
+
+        assert "in History" in texts(at.success) and "Reset offsets of consumer group" in texts(at.success), \
+            texts(at.error)
+        assert _committed(kafka, group) == {(topic, 0): 3, (topic, 1): 1, (topic, 2): 1}
+        # undo from the audit: the offsets before come back
+        at.run()
+        [undo_ok] = [c for c in at.checkbox if c.key.startswith("cg_undo_ok_")]
+        undo_ok.check().run()
+        at.button(key="cg_undo_go").click().run()
+        assert not at.exception, at.exception
+        assert _committed(kafka, group) == {(topic, 0): 5, (topic, 1): 10, (topic, 2): 2}
+    finally:
+        st.cache_resource.clear()
+
+
+def test_page_refuses_a_viewer_and_a_group_with_members(setup, tmp_path, monkeypatch):
+    import streamlit as st
+    from kafka import KafkaConsumer
+
+    kafka, topic, group, _ = setup
+    try:
+        at = _page(kafka, tmp_path, monkeypatch, "viewer")
+        at.selectbox(key="cg_group").select(group).run()
+        assert any("only an operator" in c.value for c in at.caption), [c.value for c in at.caption]
+        at.button(key="cg_reset_dry").click().run()
+        [ok] = [c for c in at.checkbox if c.key.startswith("cg_reset_ok_")]
+        assert ok.disabled and at.button(key="cg_reset_go").disabled
+        consumer = KafkaConsumer(topic, bootstrap_servers=kafka.bootstrap, group_id=group, enable_auto_commit=False)
+        try:
+            deadline = time.monotonic() + 30
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(200)
+            at = _page(kafka, tmp_path, monkeypatch, "operator")
+            at.selectbox(key="cg_group").select(group).run()
+            message = f"Assignments can only be reset if the group '{group}' is inactive, but the current state is " \
+                      "Stable."
+            from tests.dashboard.test_dashboard_apptest import texts
+
+            assert message in texts(at.info), texts(at.info)
+            assert not [b for b in at.button if b.key == "cg_reset_go"]
+        finally:
+            consumer.close()
+    finally:
+        st.cache_resource.clear()
