@@ -10,12 +10,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 from core.cli.common import UsageError
 from core.errors import InputFileError
 
 MODE_FLAGS = ("to-earliest", "to-latest", "to-current", "to-offset", "shift-by", "to-datetime", "by-duration",
               "from-file")
+
+
+@contextmanager
+def _writing(args: argparse.Namespace) -> Iterator[tuple[object, object]]:
+    """(the brokers' Admin API, core.cli.common.Writing) through the write gate. The offsets live in the brokers, so
+    --bootstrap-server is needed; with --zk too, the gate reads the cluster's role, id and migration state from
+    ZooKeeper, as for every ZooKeeper-mode write."""
+    from core.cli.common import kafka_admin, write_session
+
+    if not getattr(args, "bootstrap_server", None):
+        raise UsageError(f"{args.command} needs the brokers: give --bootstrap-server HOST:PORT[,HOST:PORT]")
+    with write_session(args) as w:
+        if w.admin is not None:
+            yield w.admin, w
+        else:
+            with kafka_admin(args, args.command) as admin:
+                yield admin, w
 
 
 def _spec(args: argparse.Namespace):
@@ -45,7 +64,6 @@ def _scope(args: argparse.Namespace):
 
 
 def cmd_reset_offsets(args: argparse.Namespace) -> int:
-    from core.cli.common import write_session
     from core.kafka.group_writes import execute_reset, plan
     from core.offset_reset import export_csv, format_plan
 
@@ -59,12 +77,12 @@ def cmd_reset_offsets(args: argparse.Namespace) -> int:
         print("WARN: No action will be performed as the --execute option is missing. Add --execute to reset the "
               "offsets, or --dry-run to say so explicitly.", file=sys.stderr)
     args.dry_run = not args.execute
-    with write_session(args) as w:
+    with _writing(args) as (admin, w):
         if args.execute:
-            done, result = execute_reset(w.admin, w.store, args.group, spec, cluster=w.cluster,
+            done, result = execute_reset(admin, w.store, args.group, spec, cluster=w.cluster,
                                          all_topics=args.all_topics, topics=topics)
         else:
-            done, result = None, plan(w.admin, args.group, spec, all_topics=args.all_topics, topics=topics)
+            done, result = None, plan(admin, args.group, spec, all_topics=args.all_topics, topics=topics)
     for r in result.rows:
         if r.note:
             print(f"warning: {r.note}", file=sys.stderr)
@@ -81,43 +99,41 @@ def cmd_reset_offsets(args: argparse.Namespace) -> int:
 
 
 def cmd_delete_offsets(args: argparse.Namespace) -> int:
-    from core.cli.common import write_session
     from core.kafka.group_writes import delete_offsets
     from core.offset_reset import parse_topic_scope
 
     topics = parse_topic_scope(args.topic)
-    with write_session(args) as w:
-        done = delete_offsets(w.admin, w.store, args.group, topics, cluster=w.cluster)
+    with _writing(args) as (admin, w):
+        done = delete_offsets(admin, w.store, args.group, topics, cluster=w.cluster)
     print(f"Request succeed for deleting offsets with topic {', '.join(args.topic)} group {args.group}")
     print(f"action #{done.action_id}: {done.summary}; undo with `offsets-undo --action {done.action_id}`")
     return 0
 
 
 def cmd_delete_group(args: argparse.Namespace) -> int:
-    from core.cli.common import write_session
     from core.kafka.group_writes import delete_group
 
-    with write_session(args) as w:
-        done = delete_group(w.admin, w.store, args.group, cluster=w.cluster)
+    with _writing(args) as (admin, w):
+        done = delete_group(admin, w.store, args.group, cluster=w.cluster)
     print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
     print(f"action #{done.action_id}: {done.summary}; undo with `offsets-undo --action {done.action_id}`")
     return 0
 
 
 def cmd_offsets_undo(args: argparse.Namespace) -> int:
-    from core.cli.common import write_session
     from core.kafka.group_writes import undo
 
-    with write_session(args) as w:
-        done = undo(w.admin, w.store, args.action, cluster=w.cluster)
+    with _writing(args) as (admin, w):
+        done = undo(admin, w.store, args.action, cluster=w.cluster)
     print(f"action #{done.action_id}: {done.summary}")
     return 0
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from core.cli.common import add_bootstrap_option
+    from core.cli.common import add_cluster_options
 
-    add_bootstrap_option(p, "the brokers' Admin API, HOST:PORT[,HOST:PORT] (required; any cluster, KRaft included)")
+    # --zk optional: the gate then reads the cluster's role, id and migration state from ZooKeeper
+    add_cluster_options(p, "the brokers' Admin API, HOST:PORT[,HOST:PORT] (required; any cluster, KRaft included)")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history (default: the keel.toml "
                                                      "cluster the brokers belong to, else the bootstrap servers)")
     p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
