@@ -38,6 +38,10 @@ def _done(applied) -> str:
     return f"{applied.summary[0].upper()}{applied.summary[1:]}; action #{applied.action_id} in History."
 
 
+def _topics_key(g: Group) -> str:
+    return f"cg_reset_topics_{actions.fingerprint(g.group_id)}"
+
+
 def draw(cfg, cluster, g: Group, changed: Callable[[], None]) -> None:
     """The writes of group `g`; `changed()` drops the page's cached read after a write."""
     st.subheader("Change the group's offsets", anchor=False)
@@ -66,7 +70,8 @@ def _reset(cfg, cluster, g: Group, reason: str | None, changed: Callable[[], Non
         if mode != "from-file":
             scope = st.radio("Scope", ["All topics", "Topics"], key="cg_reset_scope", horizontal=True,
                              help="All topics: every partition the group has committed offsets for")
-            topics_text = st.text_input("Topics", value=" ".join(g.topics), key="cg_reset_topics",
+            # keyed by the group: a field drawn for another group keeps its text, which would scope this reset
+            topics_text = st.text_input("Topics", value=" ".join(g.topics), key=_topics_key(g),
                                         disabled=scope == "All topics",
                                         help="space separated: a topic (every partition) or topic:0,1 (those)")
         else:
@@ -99,7 +104,7 @@ def _reset(cfg, cluster, g: Group, reason: str | None, changed: Callable[[], Non
         ok = f"cg_reset_ok_{fp}"
         st.checkbox(f"Commit these {len(plan_.rows)} offsets for group {md(g.group_id)}", key=ok,
                     disabled=reason is not None)
-        form = actions.guard("cg_reset_mode", "cg_reset_value", "cg_reset_csv", "cg_reset_scope", "cg_reset_topics",
+        form = actions.guard("cg_reset_mode", "cg_reset_value", "cg_reset_csv", "cg_reset_scope", _topics_key(g),
                              confirm=ok)
 
         def work(plan_=plan_, s=s, topics=topics) -> str:
@@ -125,7 +130,7 @@ def _delete(cfg, cluster, g: Group, reason: str | None, changed: Callable[[], No
 
     with st.expander("Delete offsets or the group", icon=":material/delete:"):
         topics = st.multiselect("Topics whose offsets to delete (kafka-consumer-groups --delete-offsets)",
-                                list(g.topics), key="cg_del_topics")
+                                list(g.topics), key=f"cg_del_topics_{actions.fingerprint(g.group_id)}")
         ok = f"cg_del_ok_{actions.fingerprint(g.group_id, topics)}"
         st.checkbox("Delete these offsets (the audit keeps them: Undo puts them back)", key=ok,
                     disabled=reason is not None or not topics)
@@ -140,7 +145,8 @@ def _delete(cfg, cluster, g: Group, reason: str | None, changed: Callable[[], No
         st.button("Delete offsets", key="cg_del_go", disabled=reason is not None or not st.session_state.get(ok),
                   on_click=actions.run, args=(RESULT, delete_offsets),
                   kwargs=dict(cfg=cfg, action=f"delete offsets of consumer group {g.group_id}", scope=g.group_id,
-                              needs=Role.OPERATOR, form=actions.guard("cg_del_topics", confirm=ok)))
+                              needs=Role.OPERATOR, form=actions.guard(f"cg_del_topics_{actions.fingerprint(g.group_id)}",
+                                                                   confirm=ok)))
         if g.state != "Empty":
             return
         gone = f"cg_delgroup_ok_{actions.fingerprint(g.group_id)}"

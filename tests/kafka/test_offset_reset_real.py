@@ -253,9 +253,13 @@ def test_page_dry_run_then_reset_then_undo_as_operator(setup, tmp_path, monkeypa
     import streamlit as st
 
     kafka, topic, group, _ = setup
+    other_topic, other = _name("other"), _name("aaa-other-group")  # another group, on another topic, shown first
+    create_topic(kafka, other_topic, {0: [1, 2]})
+    _commit(kafka, other, {(other_topic, 0): 0})
     try:
         at = _page(kafka, tmp_path, monkeypatch, "operator")
-        at.selectbox(key="cg_group").select(group).run()
+        at.selectbox(key="cg_group").select(other).run()
+        at.selectbox(key="cg_group").select(group).run()  # the Topics field follows the group picked
         at.selectbox(key="cg_reset_mode").select("to-offset").run()
         at.text_input(key="cg_reset_value").input("1").run()
         at.radio(key="cg_reset_scope").set_value("Topics").run()
