@@ -51,6 +51,21 @@ def _committed(kafka: RealKafka, group: str) -> dict[tuple[str, int], int]:
     return {(tp.topic, tp.partition): om.offset for tp, om in got.items() if om.offset >= 0}
 
 
+def _settled(call):
+    """`call()`, again while a fresh cluster settles: the first group waits for __consumer_offsets to be created, and
+    a client may know a just-started broker before its metadata lists it (UnknownBrokerId)."""
+    from kafka.errors import CoordinatorNotAvailableError, NodeNotReadyError, UnknownBrokerIdError
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return call()
+        except (CoordinatorNotAvailableError, NodeNotReadyError, UnknownBrokerIdError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def _commit(kafka: RealKafka, group: str, offsets: dict[tuple[str, int], int]) -> None:
     _commit_with(kafka.admin, group, offsets)
 
@@ -59,18 +74,8 @@ def _commit_with(admin, group: str, offsets: dict[tuple[str, int], int]) -> None
     from kafka import TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    from kafka.errors import CoordinatorNotAvailableError
-
-    deadline = time.monotonic() + 30
-    while True:  # the first group of a fresh cluster waits for __consumer_offsets to be created
-        try:
-            answer = admin.alter_group_offsets(group, {TopicPartition(t, p): OffsetAndMetadata(o, "", None)
-                                                             for (t, p), o in offsets.items()})
-            break
-        except CoordinatorNotAvailableError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    answer = _settled(lambda: admin.alter_group_offsets(group, {TopicPartition(t, p): OffsetAndMetadata(o, "", None)
+                                                                for (t, p), o in offsets.items()}))
     assert all(e.__name__ == "NoError" for e in answer.values()), answer
 
 
@@ -200,7 +205,7 @@ def test_reset_on_kraft(kraft, tmp_path):
     topic, group = _name("kreset"), _name("kreset-group")
     admin = KafkaAdminClient(bootstrap_servers=kraft.bootstrap_servers, request_timeout_ms=20000)
     try:
-        admin.create_topics([NewTopic(topic, 2, 1)])
+        _settled(lambda: admin.create_topics([NewTopic(topic, 2, 1)]))
         producer = KafkaProducer(bootstrap_servers=kraft.bootstrap_servers, acks="all")
         for p in range(2):
             for i in range(10):
