@@ -227,6 +227,9 @@ def undo(admin: KafkaAdmin, store: Store, action_id: int, *, cluster: str, actor
         raise ValidationError(f"no action #{action_id} in the audit store")
     if recorded.status != "applied":
         raise ValidationError(f"action #{action_id} is {recorded.status}: only an applied one is undone")
+    if recorded.cluster != cluster:  # the same group name on another cluster is another group
+        raise ValidationError(f"action #{action_id} was recorded for cluster {recorded.cluster}, not {cluster}: "
+                              "nothing was written", hint="undo it on the cluster it changed")
     group, commit, delete = undo_offsets(recorded.rollback)
     state, _ = group_state(admin, group)
     require_inactive(group, state)

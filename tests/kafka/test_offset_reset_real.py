@@ -185,6 +185,9 @@ def test_every_mode_matches_kafka_consumer_groups_dry_run_then_execute(setup, tm
     assert code == 0, err
     assert group not in {g["group_id"] for g in kafka.admin.list_groups()}
     gone = Store(store).actions(kind="group-delete")[0]
+    code, _, err = _keel(kafka, store, "offsets-undo", "--action", str(gone.id), "--cluster", "elsewhere")
+    assert code == 1 and "was recorded for cluster" in err, err  # another cluster's group is another group
+    assert group not in {g["group_id"] for g in kafka.admin.list_groups()}
     assert _keel(kafka, store, "offsets-undo", "--action", str(gone.id))[0] == 0
     assert _committed(kafka, group) == {(topic, 0): 5, (topic, 1): 10, (topic, 2): 2}
 
