@@ -147,3 +147,25 @@ def test_undo_puts_back_committed_and_clears_what_was_not():
     assert undo_offsets(rb) == ("g", {("a", 0): 5}, [("a", 1)])
     with pytest.raises(ValidationError, match="no consumer-offset undo"):
         undo_offsets({"action": "delete-topic"})
+
+
+def test_the_command_line_refuses_bad_input_before_reaching_any_broker(capsys, tmp_path):
+    from core.cli import main
+
+    base = ["reset-offsets", "--bootstrap-server", "127.0.0.1:1", "--kafka-timeout", "1", "--group", "g",
+            "--store", str(tmp_path / "k.sqlite")]
+    assert main(base + ["--all-topics", "--to-datetime", "yesterday"]) == 1
+    assert "is not a date-time" in capsys.readouterr().err
+    assert main(base + ["--all-topics", "--by-duration", "1h"]) == 1
+    assert "PnDTnHnMnS" in capsys.readouterr().err
+    assert main(base + ["--all-topics", "--to-earliest", "--to-latest"]) == 2
+    assert "exactly one of" in capsys.readouterr().err
+    assert main(base + ["--all-topics", "--topic", "t", "--to-earliest"]) == 2
+    assert main(base + ["--to-earliest"]) == 2
+    assert "One of the reset scopes should be defined: --all-topics, --topic." in capsys.readouterr().err
+    assert main(base + ["--all-topics", "--to-earliest", "--dry-run", "--execute"]) == 2
+    assert main(base + ["--from-file", str(tmp_path / "missing.csv")]) == 1
+    assert "missing.csv" in capsys.readouterr().err
+    assert main(["reset-offsets", "--group", "g", "--all-topics", "--to-earliest"]) == 2
+    assert "needs the brokers: give --bootstrap-server" in capsys.readouterr().err
+    assert not (tmp_path / "k.sqlite").exists()  # nothing recorded either
