@@ -116,7 +116,7 @@ def parse_duration_ms(text: str) -> int:
     total_ns = ((days * 86400 + hours * 3600 + minutes * 60 + seconds) * 10**9 + nanos)
     if m.group(1) == "-":
         total_ns = -total_ns
-    return total_ns // 10**6  # Duration.toMillis rounds towards negative infinity only below ms: close enough here
+    return total_ns // 10**6  # floored, as Duration.toMillis (its nanos are normalised to be positive)
 
 
 _DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?"
