@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.cli import auto_throttle, cluster, drift, exits, leaders, ops, peek, reassign, security, topics
+from core.cli import auto_throttle, cluster, drift, exits, groups, leaders, ops, peek, reassign, security, topics
 from core.cli.common import run_command
 from core.cli import fleet as fleet_commands
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     drift.register(sub)  # issue 27: ZooKeeper against the brokers during a migration's dual-write
     security.register(sub)  # issue 29: ACLs and client quotas
     peek.register(sub)  # issue 30: a partition's messages (the data permission)
+    groups.register(sub)  # issue 30: reset / delete consumer-group offsets, delete a group
     exits.add_epilogs(parser)
     return parser
 

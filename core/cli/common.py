@@ -236,7 +236,10 @@ WRITE_COMMANDS = {"create-topic": "create-topic", "add-partitions": "add-partiti
                   "verify": "remove-throttles", "rollback": "rollback", "cancel": "cancel-reassignment",
                   "log-dirs-execute": "log-dir-move", "throttle": "throttle",
                   "auto-throttle": "throttle", "acl-add": "acl-add", "acl-remove": "acl-remove",
-                  "quota-alter": "quota-alter", "security-undo": "security-undo"}
+                  "quota-alter": "quota-alter", "security-undo": "security-undo",
+                  # issue 30: consumer groups (operator: no kind starts with "delete", see access.needed_role)
+                  "reset-offsets": "offsets-reset", "delete-offsets": "offsets-delete", "delete-group": "group-delete",
+                  "offsets-undo": "offsets-undo"}
 
 
 @dataclass(frozen=True)

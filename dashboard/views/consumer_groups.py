@@ -1,6 +1,7 @@
 """Consumer groups (needs the cluster's `bootstrap` servers): every group with its state, members and total lag;
 per partition the committed offset, the log end offset and the lag; totals per group and topic. Tables sort by any
-column (click its header). Read through the Admin API (core.kafka.groups)."""
+column (click its header). Read through the Admin API (core.kafka.groups). An operator resets a group's offsets,
+deletes them or the empty group, and undoes that (dashboard.group_reset)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import streamlit as st
 
 from core.consumer_groups import lag_rows, totals
 from core.errors import KeelError
-from dashboard import frame
+from dashboard import frame, group_reset
 from dashboard.text import md, md_text, plotly
 
 CACHE = "cg_groups"  # (when, groups | error)
@@ -94,3 +95,5 @@ if g.members:
 # a code block: markdown escapes would show in a code span (they are literal there); a group id is any string
 st.code(f"python -m core consumer-groups --bootstrap-server {shlex.quote(cluster.bootstrap)} "
         f"--group {shlex.quote(g.group_id)}", language="bash", wrap_lines=True)
+# issue 30: reset / delete the group's offsets, delete it when empty, undo (operator, through the write gate)
+group_reset.draw(ctx.config, cluster, g, lambda: st.session_state.pop(CACHE, None))

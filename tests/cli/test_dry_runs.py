@@ -30,7 +30,8 @@ DRY_RUNS = {
 }
 ELSEWHERE = {"log-dirs-execute": "tests/kafka/test_rollback_throttle.py (needs brokers)",
              "acl-remove": "tests/cli/test_security_cli.py (needs a binding to remove)",
-             "security-undo": "tests/cli/test_security_cli.py (needs a recorded change)"}
+             "security-undo": "tests/cli/test_security_cli.py (needs a recorded change)",
+             "reset-offsets": "tests/kafka/test_offset_reset_real.py (needs brokers: the group's offsets)"}
 
 
 @pytest.fixture

@@ -75,6 +75,11 @@ def argv_for(command: str, zk: str, tmp_path) -> list[str]:
         "acl-remove": ["acl-remove", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders"],
         "quota-alter": ["quota-alter", "--user", "alice", "--add-config", "producer_byte_rate=1024"],
         "security-undo": ["security-undo", "--action", "1"],
+        # issue 30: consumer-group writes reach the brokers (unreachable here) after the gate
+        **{c: [c, *extra, "--bootstrap-server", unreachable, "--kafka-timeout", "1"] for c, extra in (
+            ("reset-offsets", ["--group", "g", "--all-topics", "--to-earliest", "--execute"]),
+            ("delete-offsets", ["--group", "g", "--topic", "orders"]), ("delete-group", ["--group", "g"]),
+            ("offsets-undo", ["--action", "1"]))},
     }[command] + ["--zk", zk, "--connect-timeout", "5"]
 
 
