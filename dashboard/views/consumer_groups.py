@@ -43,8 +43,8 @@ def _load() -> None:
         st.session_state[CACHE] = (time.monotonic(), e, time.strftime("%H:%M:%S"))
 
 
-c = st.columns([1, 4], vertical_alignment="center")
-c[0].button("Refresh", icon=":material/refresh:", key="cg_refresh", on_click=_load)
+head = st.container(horizontal=True, vertical_alignment="center", gap="medium")  # wraps: the button stays whole
+head.button("Refresh", icon=":material/refresh:", key="cg_refresh", on_click=_load, width="content")
 got = st.session_state.get(CACHE)
 if got is None or time.monotonic() - got[0] > MAX_AGE:
     _load()
@@ -53,7 +53,7 @@ _, groups, when = got
 if isinstance(groups, KeelError):
     st.error(md_text(groups), icon=":material/error:")
     st.stop()
-c[1].caption(f"Read at {when} from {md(cluster.bootstrap)}")
+head.caption(f"Read at {when} from {md(cluster.bootstrap)}")
 if not groups:
     st.info("No consumer group in this cluster.")
     st.stop()

@@ -327,3 +327,37 @@ def test_page_refuses_a_viewer_and_a_group_with_members(setup, tmp_path, monkeyp
             consumer.close()
     finally:
         st.cache_resource.clear()
+
+
+def test_reset_panel_readable_in_a_browser_at_900_and_1600_px(setup, tmp_path):
+    """The Consumer groups page's reset panel and its dry run fit at 900 and 1600 px: no cut button label, the
+    dry run's table drawn (headless Chromium; screenshots in tmp_path, KEEL_E2E_SCREENSHOTS copies them)."""
+    from tests.support.browser import chromium, have_chromium, serve_dashboard
+
+    if not have_chromium():
+        pytest.skip("Debian chromium and chromedriver are needed")
+    from tests.e2e.test_e2e_layout import CUT_BUTTONS, shot, wait_js
+
+    kafka, topic, _, _ = setup
+    first = f"0-e2e-{uuid.uuid4().hex[:6]}"  # sorts before every other group of the shared cluster: the one shown
+    _commit(kafka, first, {(topic, 0): 5, (topic, 1): 10, (topic, 2): 2})
+    config = tmp_path / "keel.toml"
+    config.write_text(f'[keel]\nrole = "operator"\n\n[clusters.real]\nzk = "{kafka.zk_connect}"\n'
+                      f'bootstrap = "{kafka.bootstrap}"\n')
+    click_dry_run = ("const b = [...document.querySelectorAll('button')].find(e => e.innerText.trim().endsWith("
+                     "'Dry run')); if (!b) return false; b.click(); return true;")
+    with serve_dashboard(config, tmp_path) as url, chromium(1600, 1300) as driver:
+        for width in (1600, 900):
+            driver.set_window_size(width, 1300)
+            driver.get(f"{url}/consumer_groups")
+            wait_js(driver, click_dry_run, timeout=60, message="the reset panel's Dry run button")
+            heads = wait_js(driver, "const h = [...document.querySelectorAll('[data-testid=stDataFrame] thead th')]"
+                            ".map(c => c.innerText.trim()); return h.includes('Lag after') ? h : null", timeout=60,
+                            message="the dry run's table")
+            assert {"Partition", "Current", "New"} <= set(heads), heads
+            driver.execute_script("[...document.querySelectorAll('[data-testid=stDataFrame]')].find(d => [...d"
+                                  ".querySelectorAll('thead th')].some(c => c.innerText.trim() === 'Lag after'))"
+                                  ".scrollIntoView({block: 'center'})")
+            time.sleep(1.0)
+            shot(driver, tmp_path, f"group-reset-{width}")
+            assert driver.execute_script(CUT_BUTTONS) == [], width
