@@ -1,6 +1,7 @@
 """`python -m core fleet ...`: the fleet store and the fleet jobs on the command line.
 
-    fleet collect  --config CLUSTERS --out STORE [--cluster NAME ...] [--sizes CLUSTER=FILE ...]
+    fleet collect  --config CLUSTERS --out STORE [--cluster NAME ...] [--sizes CLUSTER=FILE ...] [--parallel N]
+                   [--every DURATION [--count N]] [--history]
     fleet export   --snapshot FILE --out STORE [--sizes FILE] [--cluster NAME]
     fleet generate --clusters N --out STORE [--seed S] [--partitions-total P | --scale F]
     fleet run      --input STORE --output DIR [--master local[*]] [--driver-memory 6g]
@@ -12,6 +13,7 @@ here imports pyspark until `fleet run` is actually run.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 
@@ -34,6 +36,14 @@ def register(subparsers) -> None:
     c.add_argument("--sizes", action="append", default=[], metavar="CLUSTER=FILE",
                    help="kafka-log-dirs.sh --describe output for a cluster's replica sizes (repeatable)")
     c.add_argument("--progress", action="store_true", help="also report each cluster's snapshot loading on stderr")
+    c.add_argument("--parallel", type=_positive("--parallel", 256), metavar="N",
+                   help="clusters read at once (default: min(8, clusters))")
+    c.add_argument("--every", type=interval, metavar="DURATION",
+                   help="collect again every DURATION (e.g. 15m, 1h, 30s) until Ctrl-C, keeping each capture in "
+                        "STORE/history/ (implies --history)")
+    c.add_argument("--count", type=_positive("--count", 10**9), metavar="N", help="with --every: stop after N rounds")
+    c.add_argument("--history", action="store_true",
+                   help="also keep this capture in STORE/history/ (the latest one is replaced either way)")
     c.set_defaults(func=cmd_collect)
 
     e = sub.add_parser("export", help="write one snapshot JSON file into the store")
@@ -62,6 +72,39 @@ def register(subparsers) -> None:
     r.set_defaults(func=cmd_run)
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_INTERVAL = 7 * 86400.0
+
+
+def interval(text: str) -> float:
+    """--every: a duration such as 30s, 15m, 1h, 1d (a bare number is seconds), in (0, 7 days]."""
+    refusal = f"expected a duration such as 30s, 15m, 1h or 1d (at most 7d), got {text[:40]!r}"
+    t = text.strip().lower()
+    unit = _UNITS.get(t[-1:], None)
+    try:
+        value = float(t[:-1] if unit else t) * (unit or 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(refusal) from None
+    if not (math.isfinite(value) and 0 < value <= MAX_INTERVAL):
+        raise argparse.ArgumentTypeError(refusal)
+    return value
+
+
+def _positive(option: str, maximum: int):
+    def parse(text: str) -> int:
+        refusal = f"must be a whole number from 1 to {maximum:,}, got {text[:40]!r}"
+        try:
+            value = int(text.strip()[:40])
+        except ValueError:
+            raise argparse.ArgumentTypeError(refusal) from None
+        if not 1 <= value <= maximum:
+            raise argparse.ArgumentTypeError(refusal)
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
 def _sizes_option(values: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for v in values:
@@ -85,6 +128,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from core.policy.config import load_config
     from core.fleet.export import collect
 
+    if args.count is not None and args.every is None:
+        raise ValidationError("--count counts the rounds of --every: give --every DURATION too")
     check_output_dir(args.out, "--out")
     config = load_config(args.config)
     sizes = _sizes_option(args.sizes)
@@ -100,14 +145,36 @@ def cmd_collect(args: argparse.Namespace) -> int:
         if done >= total:
             print(f"  {cluster}: {stage} {done:,}/{total:,}", file=sys.stderr, flush=True)
 
-    results = collect(config, args.out, clusters=names, sizes=sizes, progress=show,
-                      read_progress=reading if args.progress else None)
-    failed = [r.cluster for r in results if not r.ok]
-    if failed:
-        print(f"error: {len(failed)} of {len(results)} cluster(s) failed and were skipped: {', '.join(failed)}",
-              file=sys.stderr)
-        return 1
-    return 0
+    history = args.history or args.every is not None
+
+    def round_() -> bool:
+        results = collect(config, args.out, clusters=names, sizes=sizes, progress=show, parallel=args.parallel,
+                          read_progress=reading if args.progress else None, history=history)
+        failed = [r.cluster for r in results if not r.ok]
+        if failed:
+            print(f"error: {len(failed)} of {len(results)} cluster(s) failed and were skipped: {', '.join(failed)}",
+                  file=sys.stderr)
+        return not failed
+
+    if args.every is None:
+        return 0 if round_() else 1
+    rounds, all_ok = 0, True
+    try:
+        while True:
+            started = time.monotonic()
+            all_ok = round_() and all_ok
+            rounds += 1
+            if args.count is not None and rounds >= args.count:
+                break
+            # the next round starts `every` after this one started (at once if this one took longer)
+            wait = args.every - (time.monotonic() - started)
+            print(f"round {rounds} done; next in {max(wait, 0):.0f} s (Ctrl-C stops)", file=sys.stderr, flush=True)
+            if wait > 0:
+                time.sleep(wait)
+    except KeyboardInterrupt:
+        print(f"stopped after {rounds} complete round(s)", file=sys.stderr)
+        return 0 if all_ok else 1
+    return 0 if all_ok else 1
 
 
 def cmd_export(args: argparse.Namespace) -> int:

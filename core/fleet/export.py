@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,7 +19,7 @@ import pyarrow as pa
 from core.errors import KeelError
 from core.fleet.errors import FleetInputError
 from core.fleet.schema import BROKER_SCHEMA, REPLICA_SCHEMA, check_cluster_name
-from core.fleet.store import write_cluster
+from core.fleet.store import append_history, write_cluster
 from core.model import ClusterSnapshot
 
 SizeKey = tuple[int, str, int]  # (broker, topic, partition)
@@ -143,8 +144,9 @@ class ExportResult:
 
 
 def export_snapshot(snapshot: ClusterSnapshot, store: str | Path, *, cluster: str | None = None,
-                    sizes: Mapping[SizeKey, int] | None = None) -> ExportResult:
-    """Write one snapshot into the store as cluster `cluster` (default: the snapshot's own name), replacing it."""
+                    sizes: Mapping[SizeKey, int] | None = None, history: bool = False) -> ExportResult:
+    """Write one snapshot into the store as cluster `cluster` (default: the snapshot's own name), replacing it;
+    with `history`, also keep it as one more capture in STORE/history/."""
     started = time.monotonic()
     name = cluster or snapshot.cluster
     if not name:
@@ -152,6 +154,8 @@ def export_snapshot(snapshot: ClusterSnapshot, store: str | Path, *, cluster: st
     check_cluster_name(name)
     replicas, brokers = snapshot_tables(snapshot, sizes)
     write_cluster(store, name, replicas, brokers)
+    if history:
+        append_history(store, name, replicas, brokers)
     sized = replicas.num_rows - replicas.column("size_bytes").null_count
     return ExportResult(name, brokers.num_rows, snapshot.partition_count, replicas.num_rows, sized,
                         time.monotonic() - started)
@@ -188,46 +192,89 @@ class CollectResult:
         return self.result.line() if self.ok and self.result else f"{self.cluster}: FAILED: {self.error}"
 
 
-def collect(config, store: str | Path, *, clusters: Iterable[str] | None = None,
-            sizes: Mapping[str, str | Path] | None = None,
-            progress: Callable[[CollectResult], None] | None = None,
-            read_progress: Callable[[str, str, int, int], None] | None = None) -> list[CollectResult]:
-    """Snapshot each cluster of `config` (a KeelConfig) into `store`; a cluster that fails is reported and skipped.
+def broker_sizes(cluster_config) -> dict[SizeKey, int]:
+    """(broker, topic, partition) -> bytes from the cluster's brokers (describeLogDirs through core.kafka), the same
+    rows a `kafka-log-dirs.sh --describe` file gives (future replicas and failed log dirs left out)."""
+    from core.kafka.admin import KafkaAdmin
 
-    `sizes` maps a cluster name to its kafka-log-dirs JSON file. `progress` gets one CollectResult per cluster as
-    it finishes; `read_progress(cluster, stage, done, total)` relays the snapshot reader's progress.
-    """
+    with KafkaAdmin.for_cluster(cluster_config) as admin:
+        dirs = admin.log_dirs()
+    return parse_log_dirs(dirs.to_json(), source=f"describeLogDirs of cluster {cluster_config.name}")
+
+
+def collect_one(name: str, cluster_config, store: str | Path, *, sizes_path: str | Path | None = None,
+                read_progress: Callable[[str, str, int, int], None] | None = None,
+                history: bool = False) -> CollectResult:
+    """Snapshot one cluster into `store`; never raises (a failure is the result). Sizes: the --sizes file if one is
+    given, else the brokers of `bootstrap` when keel.toml names them, else none (size_bytes null)."""
     from core.zk.reader import read_snapshot
     from core.zk.session import ZkSession, ZkSettings
 
+    started = time.monotonic()
+    try:
+        check_cluster_name(name)
+        if sizes_path is not None:
+            size_map = load_log_dirs(sizes_path)
+        elif getattr(cluster_config, "bootstrap", None):
+            size_map = broker_sizes(cluster_config)
+        else:
+            size_map = None
+        session = ZkSession.open(ZkSettings.from_cluster(cluster_config))
+        try:
+            relay = None if read_progress is None else (
+                lambda stage, done, total: read_progress(name, stage, done, total))
+            snap = read_snapshot(session, cluster=name, progress=relay)
+        finally:
+            session.close()
+        exported = export_snapshot(snap, store, cluster=name, sizes=size_map, history=history)
+        return CollectResult(name, True, ExportResult(**{**exported.__dict__, "seconds": time.monotonic() - started}))
+    except KeelError as e:
+        return CollectResult(name, False, error=str(e))
+    except Exception as e:  # one broken cluster must not stop the fleet collection
+        return CollectResult(name, False, error=f"{type(e).__name__}: {e}")
+
+
+def default_parallel(clusters: int) -> int:
+    return max(1, min(8, clusters))
+
+
+def collect(config, store: str | Path, *, clusters: Iterable[str] | None = None,
+            sizes: Mapping[str, str | Path] | None = None,
+            progress: Callable[[CollectResult], None] | None = None,
+            read_progress: Callable[[str, str, int, int], None] | None = None,
+            parallel: int | None = None, history: bool = False) -> list[CollectResult]:
+    """Snapshot each cluster of `config` (a KeelConfig) into `store`, `parallel` at a time (default
+    min(8, clusters)); a cluster that fails is reported and skipped, the others go on.
+
+    `sizes` maps a cluster name to its kafka-log-dirs JSON file. `progress` gets one CollectResult per cluster as
+    it finishes (in the calling thread, in finishing order); `read_progress(cluster, stage, done, total)` relays
+    the snapshot readers' progress (from the worker threads). Returns the results in the order of `clusters`.
+    """
     names = list(clusters) if clusters is not None else list(config.clusters)
     sizes = dict(sizes or {})
     unknown = sorted(set(names) - set(config.clusters)) + sorted(set(sizes) - set(config.clusters))
     if unknown:
         known = ", ".join(config.clusters) or "none"
         raise FleetInputError(f"unknown cluster {unknown[0]!r} (configured: {known})")
-    results: list[CollectResult] = []
-    for name in names:
-        cc = config.clusters[name]
-        started = time.monotonic()
+    workers = default_parallel(len(names)) if parallel is None else int(parallel)
+    if workers < 1:
+        raise FleetInputError(f"parallel collections must be at least 1, got {parallel!r}")
+    if not names:
+        return []
+    # Threads: a collection mostly waits on ZooKeeper and the brokers; each cluster has its own session and its
+    # own store directory, so the clusters share nothing but the GIL.
+    done: dict[str, CollectResult] = {}
+    with ThreadPoolExecutor(max_workers=min(workers, len(names)), thread_name_prefix="fleet-collect") as pool:
+        futures = {pool.submit(collect_one, name, config.clusters[name], store, sizes_path=sizes.get(name),
+                               read_progress=read_progress, history=history): name for name in names}
         try:
-            check_cluster_name(name)
-            size_map = load_log_dirs(sizes[name]) if name in sizes else None
-            session = ZkSession.open(ZkSettings.from_cluster(cc))
-            try:
-                relay = None if read_progress is None else (
-                    lambda stage, done, total, _n=name: read_progress(_n, stage, done, total))
-                snap = read_snapshot(session, cluster=name, progress=relay)
-            finally:
-                session.close()
-            exported = export_snapshot(snap, store, cluster=name, sizes=size_map)
-            res = CollectResult(name, True, ExportResult(**{**exported.__dict__,
-                                                            "seconds": time.monotonic() - started}))
-        except KeelError as e:
-            res = CollectResult(name, False, error=str(e))
-        except Exception as e:  # one broken cluster must not stop the fleet collection
-            res = CollectResult(name, False, error=f"{type(e).__name__}: {e}")
-        results.append(res)
-        if progress is not None:
-            progress(res)
-    return results
+            for fut in as_completed(futures):
+                res = fut.result()
+                done[res.cluster] = res
+                if progress is not None:
+                    progress(res)
+        except BaseException:  # Ctrl-C: start no further cluster (those running finish their own write)
+            for fut in futures:
+                fut.cancel()
+            raise
+    return [done[name] for name in names]

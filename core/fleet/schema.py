@@ -5,6 +5,12 @@ A fleet store is a directory with two hive-partitioned Parquet datasets::
     STORE/replicas/cluster=<name>/part-*.parquet    one row per replica (topic, partition, position, broker, ...)
     STORE/brokers/cluster=<name>/part-*.parquet     one row per broker, replicas or not (an empty broker matters)
 
+Scheduled collection (`fleet collect --every`, or `--history`) also keeps every capture, beside the latest::
+
+    STORE/history/replicas/cluster=<name>/capture-<captured_at>.parquet   the same schemas, one file per capture
+    STORE/history/brokers/cluster=<name>/capture-<captured_at>.parquet
+
+The jobs read only replicas/ and brokers/ (the latest capture); history/ is for trends over time.
 `cluster` is the hive partition column (the directory name), not a column inside the files. Each cluster's
 directories hold exactly one snapshot of that cluster; writers replace a cluster's directory atomically.
 Files and directories whose names start with "." or "_" are ignored, as Spark and pyarrow ignore them.
@@ -25,6 +31,7 @@ from core.fleet.errors import FleetInputError, FleetSchemaError
 
 REPLICAS = "replicas"
 BROKERS = "brokers"
+HISTORY = "history"
 PARTITION_COLUMN = "cluster"
 TIMESTAMP = pa.timestamp("ms", tz="UTC")
 

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
-from core.fleet.schema import (BROKER_SCHEMA, BROKERS, PARTITION_COLUMN, REPLICA_SCHEMA, REPLICAS, check_cluster_name,
-                               check_store)
+from core.fleet.schema import (BROKER_SCHEMA, BROKERS, HISTORY, PARTITION_COLUMN, REPLICA_SCHEMA, REPLICAS,
+                               check_cluster_name, check_store)
 
 ROW_GROUP_ROWS = 256 * 1024
 
@@ -73,6 +73,48 @@ def write_cluster(store: str | Path, cluster: str, replicas: pa.Table, brokers: 
             shutil.rmtree(tmp, ignore_errors=True)
         raise
     return tables[REPLICAS].num_rows, tables[BROKERS].num_rows
+
+
+def append_history(store: str | Path, cluster: str, replicas: pa.Table, brokers: pa.Table, *,
+                   compression: str = "snappy") -> Path:
+    """Add one capture of a cluster to STORE/history/ (kept beside the latest one, which write_cluster replaces).
+
+    One file per capture, named by its captured_at, written under a hidden name and renamed into place, so a
+    reader sees a capture whole or not at all. Returns the replica file's path.
+    """
+    check_cluster_name(cluster)
+    tables = {REPLICAS: _conform(replicas, REPLICA_SCHEMA), BROKERS: _conform(brokers, BROKER_SCHEMA)}
+    captured = tables[BROKERS].column("captured_at") if tables[BROKERS].num_rows else tables[REPLICAS].column(
+        "captured_at")
+    stamp = captured[0].as_py().strftime("%Y%m%dT%H%M%S%f")[:-3] + "Z" if len(captured) else "empty"
+    written = Path()
+    for name, table in tables.items():  # replicas first: a capture counts once its brokers file is there
+        d = Path(store) / HISTORY / name / f"{PARTITION_COLUMN}={cluster}"
+        d.mkdir(parents=True, exist_ok=True)
+        final = d / f"capture-{stamp}.parquet"
+        tmp = d / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
+        try:
+            pq.write_table(table, tmp, compression=compression, row_group_size=ROW_GROUP_ROWS, use_dictionary=True)
+            os.replace(tmp, final)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        if name == REPLICAS:
+            written = final
+    return written
+
+
+def read_history(store: str | Path, *, clusters: Iterable[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(replicas, brokers) of every capture kept in STORE/history/ (empty frames when there is none)."""
+    frames = []
+    for name, schema in ((REPLICAS, REPLICA_SCHEMA), (BROKERS, BROKER_SCHEMA)):
+        d = Path(store) / HISTORY / name
+        cols = [PARTITION_COLUMN] + schema.names
+        if not d.is_dir():
+            frames.append(pd.DataFrame(columns=cols))
+            continue
+        frames.append(read_dataset(d, clusters=clusters).select(cols).to_pandas())
+    return frames[0], frames[1]
 
 
 # --- reading with pyarrow / pandas (no Spark) ----------------------------------------------------
