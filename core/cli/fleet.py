@@ -159,21 +159,21 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if args.every is None:
         return 0 if round_() else 1
     rounds, all_ok = 0, True
-    try:
-        while True:
-            started = time.monotonic()
-            all_ok = round_() and all_ok
-            rounds += 1
-            if args.count is not None and rounds >= args.count:
-                break
-            # the next round starts `every` after this one started (at once if this one took longer)
-            wait = args.every - (time.monotonic() - started)
-            print(f"round {rounds} done; next in {max(wait, 0):.0f} s (Ctrl-C stops)", file=sys.stderr, flush=True)
+    while args.count is None or rounds < args.count:
+        started = time.monotonic()
+        all_ok = round_() and all_ok  # Ctrl-C inside a round: the clusters being written finish, then exit 130
+        rounds += 1
+        if args.count is not None and rounds >= args.count:
+            break
+        # the next round starts `every` after this one started (at once if this one took longer)
+        wait = args.every - (time.monotonic() - started)
+        print(f"round {rounds} done; next in {max(wait, 0):.0f} s (Ctrl-C stops)", file=sys.stderr, flush=True)
+        try:
             if wait > 0:
                 time.sleep(wait)
-    except KeyboardInterrupt:
-        print(f"stopped after {rounds} complete round(s)", file=sys.stderr)
-        return 0 if all_ok else 1
+        except KeyboardInterrupt:  # between rounds: nothing is half done, a clean stop
+            print(f"stopped after {rounds} complete round(s)", file=sys.stderr)
+            break
     return 0 if all_ok else 1
 
 

@@ -189,3 +189,28 @@ def test_ctrl_c_between_rounds_ends_cleanly(zk_connect, tmp_path):
     assert out.startswith("one: 3 brokers, 10 partitions")
     assert read_history(store)[0].captured_at.nunique() == 1
     assert not [p for p in store.rglob(".tmp-*")]
+
+
+def test_ctrl_c_inside_a_round_lets_running_clusters_finish(zk_connect, tmp_path):
+    write_kafka_tree(zk_connect, cluster_snapshot("one", 10, 3))
+    hole = BlackHole()
+    config = tmp_path / "keel.toml"
+    config.write_text(f'[clusters.one]\nzk = "{zk_connect}"\n\n'
+                      f'[clusters.hangs]\nzk = "127.0.0.1:{hole.port}"\nconnect_timeout = 5.0\n')
+    store = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "core", "fleet", "collect", "--config", str(config), "--out",
+                             str(store), "--every", "10m"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        first = proc.stdout.readline()  # "one" is written while "hangs" still waits for ZooKeeper
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        hole.close()
+    assert first.startswith("one: 3 brokers, 10 partitions"), first + err
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and not [p for p in store.rglob(".tmp-*")]
+    assert set(read_store(store)[0].cluster) == {"one"}
