@@ -58,3 +58,6 @@ _.is_off_preferred_leader  # the controller's per-partition imbalance test
 # --- issue 29's contract (SEC-SPEC.md): fields the pages and the CLI read, on branches merged after sec-core ---
 _.by  # core/security/acls.py Decision: the bindings that decided (a principal's "through which binding")
 _.denied  # core/security/acls.py Access: the DENY bindings on a resource (a topic's "who may" section)
+
+# --- issue 31 (started): the fleet store's capture history, written by `fleet collect --every` / `--history` ---
+_.read_history  # core/fleet/store.py: read by tests/fleet/test_fleet_collect.py; the Fleet page's history (next)
