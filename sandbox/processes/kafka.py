@@ -444,6 +444,11 @@ class KafkaCluster:
         """kill -9: no controlled shutdown; ZooKeeper notices when the broker's session expires."""
         b = self.broker(broker_id)
         if not self._is_our_broker(b):
+            # another handle on this cluster (a test's, loaded from its files) may have restarted it: its pid file
+            # names the running JVM, which this object's memory does not
+            with contextlib.suppress(OSError, ValueError):
+                b.pid = int((self.broker_dir(b.id) / "broker.pid").read_text().strip())
+        if not self._is_our_broker(b):
             self._forget(b)
             return False
         _signal_and_wait(b.pid, signal.SIGKILL, 10)
