@@ -445,6 +445,17 @@ class KafkaAdmin(WriteRequests):  # the topic and election writes: core.kafka.wr
                              if v.get("config_source") == "DYNAMIC_TOPIC_CONFIG" and v.get("value") is not None}
         return out
 
+    def ask(self, request, what: str):
+        """Send one protocol request kafka-python has no call for (or whose answer it would reshape) to any broker and
+        wait for its answer, within the client's timeout; failures translated as every other call's."""
+        manager = self._admin._manager
+
+        async def send():
+            return await manager.wait_for(manager.send(request), int(self.timeout * 1000))
+
+        with self._translate(what):
+            return manager.run(send)
+
     def quorum(self) -> dict | None:
         """DescribeQuorum of the metadata log (KRaft only): leader, epoch, high watermark, voters and observers with
         their log end offsets; None for brokers in ZooKeeper mode, which do not answer it."""

@@ -51,22 +51,12 @@ def _entity(parts) -> QuotaEntity | None:
     return QuotaEntity(user=names.get(_USER), client=names.get(_CLIENT))
 
 
-def _ask(admin: KafkaAdmin, request, what: str):
-    manager = admin._admin._manager
-
-    async def send():
-        return await manager.wait_for(manager.send(request), int(admin.timeout * 1000))
-
-    with admin._translate(what):
-        return manager.run(send)
-
-
 def describe_client_quotas(admin: KafkaAdmin) -> dict[QuotaEntity, dict[str, float]]:
     """Every user / client-id quota the brokers hold: {entity: {key: value}} (an empty, non-strict filter matches
     every entity). DescribeClientQuotas answers quotas only, never SCRAM credentials (those are
     DescribeUserScramCredentials')."""
     request = DescribeClientQuotasRequest(components=[], strict=False)
-    answer = _ask(admin, request, "describe the client quotas")
+    answer = admin.ask(request, "describe the client quotas")
     refused = refusal(answer.error_code, answer.error_message)
     if refused is not None:
         raise KafkaAdminError(f"could not describe the client quotas: Kafka refused it: {refused[0]}: {refused[1]}",
@@ -95,7 +85,7 @@ def alter_client_quotas(admin: KafkaAdmin, entity: QuotaEntity, changes: Mapping
                   ops=[Entry.OpData(key=str(k), value=0.0 if v is None else float(v), remove=v is None)
                        for k, v in sorted(changes.items())])
     request = AlterClientQuotasRequest(entries=[entry], validate_only=validate_only)
-    answer = _ask(admin, request, f"alter the quotas of {entity_label(entity)}")
+    answer = admin.ask(request, f"alter the quotas of {entity_label(entity)}")
     rows = list(answer.entries or ())
     if not rows:
         return "UNKNOWN", "Kafka's answer did not mention the entity"

@@ -82,16 +82,6 @@ def _explained(refused: KafkaRefusal | None, need: str) -> KafkaRefusal | None:
     return refused
 
 
-def _ask(admin: KafkaAdmin, request, what: str):
-    manager = admin._admin._manager
-
-    async def send():
-        return await manager.wait_for(manager.send(request), int(admin.timeout * 1000))
-
-    with admin._translate(what):
-        return manager.run(send)
-
-
 # --- reads ------------------------------------------------------------------------------------------------------
 
 
@@ -161,7 +151,7 @@ def _create(admin: KafkaAdmin, bindings: Sequence[Binding]) -> KafkaRefusal | No
     creations = [AdminClient._convert_create_acls_resource_request(_acl(b)) for b in bindings]
     user = any(b.resource.type is ResourceType.USER for b in bindings)
     request = CreateAclsRequest(creations=creations, min_version=3 if user else 0)
-    answer = _ask(admin, request, "create the ACL bindings")
+    answer = admin.ask(request, "create the ACL bindings")
     for b, result in zip(bindings, answer.results):
         refused = _explained(refusal(result.error_code, result.error_message), _ALTER_CLUSTER)
         if refused is not None:
@@ -174,7 +164,7 @@ def _delete(admin: KafkaAdmin, bindings: Sequence[Binding]) -> tuple[KafkaRefusa
     filters = [AdminClient._convert_delete_acls_resource_request(_acl(b)) for b in bindings]
     user = any(b.resource.type is ResourceType.USER for b in bindings)
     request = DeleteAclsRequest(filters=filters, min_version=3 if user else 0)
-    answer = _ask(admin, request, "delete the ACL bindings")
+    answer = admin.ask(request, "delete the ACL bindings")
     unmatched = []
     for b, result in zip(bindings, answer.filter_results):
         refused = _explained(refusal(result.error_code, result.error_message), _ALTER_CLUSTER)
