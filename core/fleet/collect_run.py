@@ -73,9 +73,8 @@ def check_collect(who: access.Identity, config: "KeelConfig", *, exposed: bool =
             hint = (f"ask for the operator role on every cluster: [access] or [clusters.{name}.access] of {where} "
                     "grants it; or collect from the command line (`python -m core fleet collect`)")
         raise access.RoleDeniedError(
-            f"cannot {WHAT}: the role of {who.actor} on cluster {name} is {d.role.value!r}; a collection reads every "
-            "configured cluster (all of ZooKeeper's partition states and the brokers' log dirs), which takes the "
-            "operator role on each", role=d.role, needed=NEEDED, cluster=name, hint=hint)
+            f"cannot {WHAT}: the role of {who.actor} on cluster {name} is {d.role.value!r}; reading every "
+            "configured cluster takes the operator role on each", role=d.role, needed=NEEDED, cluster=name, hint=hint)
     return names
 
 

@@ -166,3 +166,22 @@ def test_a_store_another_instance_collects_is_refused_with_who_and_when(fleet, t
     job = collect_panel.current()
     assert job is not None
     wait(lambda: not job.running, timeout=SLOW_TIMEOUT + 30, what="the collection")
+
+
+def test_the_drawn_clusters_follow_the_history_until_the_person_picks(fleet, tmp_path):
+    from core.fleet.export import export_snapshot
+
+    store = tmp_path / "fleet"
+    export_snapshot(skewed("a", "2026-11-22T03:00:00Z", 30, 3), store, history=True)
+    at = app()
+    assert at.multiselect(key="fleet_history_clusters").value == ["a"]
+    export_snapshot(skewed("b", "2026-11-22T03:00:00Z", 30, 4, crowd=1), store, history=True)  # b is worse
+    at.run()
+    assert at.multiselect(key="fleet_history_clusters").value == ["b", "a"]  # untouched: follows, worst first
+    at.multiselect(key="fleet_history_clusters").set_value(["a"]).run()
+    export_snapshot(skewed("c", "2026-11-22T03:00:00Z", 30, 3), store, history=True)
+    at.run()
+    assert at.multiselect(key="fleet_history_clusters").value == ["a"]  # the person's choice stays
+    at.selectbox(key="fleet_history_metric").set_value("alive_brokers").run()
+    fig = __import__("json").loads(at.get("plotly_chart")[0].proto.spec)
+    assert [t["name"] for t in fig["data"]] == ["a"] and fig["layout"]["yaxis"]["title"]["text"] == "alive_brokers"
