@@ -65,9 +65,14 @@ class FleetJob:
 
 
 @st.cache_resource(show_spinner=False)
-def _slot() -> dict:
-    """The process's fleet job slot: {"lock", "job"} (the running or the last finished job)."""
+def slot(kind: str) -> dict:
+    """The process's slot for one kind of background run ("spark": the fleet job, "collect": a collection):
+    {"lock", "job"} (the running or the last finished one), shared by every session."""
     return {"lock": threading.Lock(), "job": None}
+
+
+def _slot() -> dict:
+    return slot("spark")
 
 
 def current_job() -> FleetJob | None:

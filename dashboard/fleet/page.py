@@ -24,11 +24,13 @@ from core.fleet.errors import (FleetInputError, FleetOutputError, FleetSchemaErr
                                SparkMasterUnreachableError)
 from core.fleet.generate import FleetSpec, generate_fleet
 from core.fleet.outputs import read_broker_metrics, read_cluster_scores, read_manifest, read_topic_broker
-from core.fleet.schema import check_store
+from core.fleet.schema import check_store, hidden
 from core.audit.store import run_dir
 from core.fleet.spark import InvalidMasterError, check_java
 from dashboard import frame, ui
 from dashboard.fleet import charts as fleet_charts
+from dashboard.fleet import collect_panel
+from dashboard.fleet.history import show_history
 from dashboard.text import md, md_text
 from dashboard.fleet.job import Cancelled, FleetJob, cancel_job, current_job, start_job
 
@@ -204,6 +206,7 @@ for key, env, default in ((K_STORE, "KEEL_FLEET_STORE", DEFAULT_STORE), (K_OUTPU
 
 job = current_job()
 running = job is not None and job.running
+collecting = (c := collect_panel.current()) is not None and c.running  # the store changes under a job: not both
 
 with st.container(border=True):
     c1, c2, c3 = st.columns([5, 5, 3])
@@ -235,14 +238,16 @@ with st.container(border=True):
     if not store_text or not out_text:
         st.warning("Enter a fleet store and an output directory.", icon=":material/edit:")
 
-    b1, b2, _ = st.columns([1, 1.4, 3], vertical_alignment="center")
+    # one row of buttons as wide as their labels, wrapping in a narrow window (columns cut them at 900 px)
+    b1 = bc = b2 = st.container(horizontal=True, vertical_alignment="center", gap="small")
     b1.button("Run job", key="fleet_run", type="primary", icon=":material/play_arrow:", on_click=run_clicked,
-              disabled=running or bool(blockers) or not store_text or not out_text, width="stretch",
+              disabled=running or collecting or bool(blockers) or not store_text or not out_text, width="content",
               help="Compute broker metrics, per-topic skew and cluster scores of the store with Spark")
 
     # the store: what is in it (file names only: the job reads every Parquet footer before it starts). One slot
     # for its state: a demo fleet being generated replaces the "no fleet store yet" banner there, then the store's
     # summary does (the banner stayed beside "Generated 12/12" while the page had both).
+    collect_panel.button(bc, K_STORE + "_input", disabled=running or not store_text)
     status = st.empty()
     if st.session_state.pop("fleet_generate_now", False) and store_path is not None and not running:
         generate_demo(status.container(), store_path)
@@ -253,15 +258,20 @@ with st.container(border=True):
             status.caption(f"Store `{store_path.resolve()}`: {len(files.clusters):,} clusters, "
                            f"{files.file_count:,} Parquet files.")
         except FleetInputError as e:
-            store_missing = not store_path.exists() or (store_path.is_dir() and not any(store_path.iterdir()))
-            if store_missing:
-                status.info(f"No fleet store at `{store_path}` yet. Collect your clusters with "
-                            "`python -m core fleet collect --config keel.toml --out DIR`, or generate a demo fleet.",
+            # hidden names only (a collection's lock file): nothing a reader sees yet
+            store_missing = not store_path.exists() or (store_path.is_dir() and all(
+                hidden(p.name) for p in store_path.iterdir()))
+            if collecting:
+                status.caption(f"Store `{store_path}`: being collected, cluster by cluster.")
+            elif store_missing:
+                status.info(f"No fleet store at `{store_path}` yet. Collect your clusters with **Collect now** "
+                            "(every cluster of keel.toml) or `python -m core fleet collect --config keel.toml --out "
+                            "DIR`, or generate a demo fleet.",
                             icon=":material/info:")
             else:
                 status.warning(str(e), icon=":material/folder_off:")
-    if store_missing and not running:
-        b2.button("Generate a demo fleet", key="fleet_generate", icon=":material/auto_awesome:", width="stretch",
+    if store_missing and not running and not collecting:
+        b2.button("Generate a demo fleet", key="fleet_generate", icon=":material/auto_awesome:", width="content",
                   on_click=lambda: st.session_state.update(fleet_generate_now=True),
                   help=f"{DEMO_SPEC.clusters} synthetic clusters ({DEMO_SPEC.partitions_total:,} partitions, "
                        f"{DEMO_SPEC.min_brokers}–{DEMO_SPEC.max_brokers} brokers each) with the skews real "
@@ -278,6 +288,9 @@ with st.container(border=True):
         follow(job)
     elif job is not None and st.session_state.get(K_JOB) == job.id:
         show_outcome(job)
+    collect_panel.panel()
+
+show_history(store_path)
 
 # --- results -------------------------------------------------------------------------------------------
 

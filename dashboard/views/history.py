@@ -19,7 +19,7 @@ from dashboard.text import md, md_text
 LIMITS = (200, 1000, 5000)
 STATUS_STYLE = {"applied": "color: #2CA02C; font-weight: 600", "failed": "color: #D62728; font-weight: 600",
                 "pending": "color: #E69F00; font-weight: 600"}
-NO_CLUSTER_LABEL = "(no cluster: sign-ins)"
+NO_CLUSTER_LABEL = "(no cluster: sign-ins, fleet collections)"
 # What a row says first, then who and where: the summary within the first ~400 px, so that it is on screen at 1600 px
 # (after Actor, Source, Role and Cluster it was past the right edge). The CSV keeps dashboard.audit's order.
 SHOWN = ["ID", "Time", "Status", "Kind", "Summary", "Target", "Actor", "Role", "Source", "Cluster", "Result",
