@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 import time
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -302,18 +303,63 @@ class PostgresBackend:
     @contextmanager
     def transaction(self) -> Iterator[Db]:
         psycopg = self._driver()
+        conn = self._checkout(psycopg)
+        try:
+            with conn.transaction():  # commits when the block ends normally, rolls back on an exception
+                yield _PgDb(conn)
+        except psycopg.OperationalError as e:  # the server went away mid-transaction
+            conn.close()
+            raise self._error(e) from None
+        finally:
+            _checkin(self.url, conn)  # back to the pool when it is idle and open (a refusal rolled back: it is)
+
+    def _checkout(self, psycopg):
+        """An idle pooled connection that still answers, else a new one: a new connection per operation costs
+        a server process and an authentication (tens of ms); a stale one (the server restarted, an idle timeout)
+        is dropped here rather than failing the operation."""
+        while (conn := _pooled(self.url)) is not None:
+            try:
+                conn.execute("SELECT 1")
+                return conn
+            except psycopg.Error:
+                conn.close()
         from psycopg.rows import dict_row
 
         try:
-            conn = psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT, row_factory=dict_row,
+            # autocommit: each transaction is the explicit conn.transaction() block, nothing left open between
+            return psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT, row_factory=dict_row, autocommit=True,
                                    application_name="keel")
         except psycopg.Error as e:
             raise self._error(e) from None
-        with conn:  # commits when the block ends normally, rolls back on an exception; closes
-            try:
-                yield _PgDb(conn)
-            except psycopg.OperationalError as e:  # the server went away mid-transaction
-                raise self._error(e) from None
+
+
+_POOL_SIZE = 4  # idle connections kept per URL and process
+_POOL: dict[str, list] = {}
+_POOL_PID = os.getpid()
+_POOL_LOCK = threading.Lock()
+_INHERITED: list = []  # a forked child's copies of its parent's connections: never used, never closed (the parent's)
+
+
+def _pooled(url: str):
+    global _POOL, _POOL_PID
+    with _POOL_LOCK:
+        if _POOL_PID != os.getpid():
+            _INHERITED.append(_POOL)
+            _POOL, _POOL_PID = {}, os.getpid()
+        idle = _POOL.get(url)
+        return idle.pop() if idle else None
+
+
+def _checkin(url: str, conn) -> None:
+    from psycopg.pq import TransactionStatus
+
+    with _POOL_LOCK:
+        idle = _POOL.setdefault(url, [])
+        if _POOL_PID == os.getpid() and len(idle) < _POOL_SIZE and not conn.closed and \
+                conn.info.transaction_status == TransactionStatus.IDLE:
+            idle.append(conn)
+            return
+    conn.close()
 
 
 def backend(target: str | os.PathLike) -> SqliteBackend | PostgresBackend:

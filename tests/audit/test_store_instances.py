@@ -156,3 +156,18 @@ def test_a_server_gone_after_open_is_a_store_error():
     with pytest.raises(StoreError, match="cannot be reached") as e:
         store.finish(aid, ok=True)
     assert server.password not in str(e.value)
+
+
+def test_a_connection_the_server_ended_is_replaced(pg_url):
+    """Connections are kept between operations; one the server ended meanwhile (a restart, an idle timeout, an
+    administrator) is replaced, not reported: the next operation works."""
+    import psycopg
+
+    store = Store(pg_url)
+    aid = store.begin(cluster="demo", kind="create-topic", target="t", summary="s", payload=[])
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        ended = c.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                          "WHERE application_name = 'keel' AND pid <> pg_backend_pid()").fetchone()[0]
+    assert ended >= 1
+    store.finish(aid, ok=True, result="done")
+    assert store.action(aid).status == "applied"
