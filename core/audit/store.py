@@ -1,4 +1,5 @@
-"""The audit store (SQLite, or PostgreSQL for several Keel instances): who did what to which cluster, when, with what result, and how to undo it.
+"""The audit store (SQLite, or PostgreSQL for several Keel instances): who did what to which cluster, when, with
+what result, and how to undo it.
 
 An action is recorded *before* anything is written to ZooKeeper (status "pending", with the exact
 payload and, where there is one, the rollback), then finished as "applied" or "failed". A crash
@@ -203,16 +204,17 @@ class Store:
     def actions(self, cluster: str | Sequence[str] | None = None, *, kind: str | Sequence[str] | None = None,
                 actor: str | Sequence[str] | None = None, limit: int = 200) -> list[Action]:
         """Newest first; each filter is one value or several (None: any)."""
-        sql, args = self._select + " WHERE 1=1", []
+        query, args = self._select + " WHERE 1=1", []
         for column, value in (("cluster", cluster), ("kind", kind), ("actor", actor)):
             if value is None:
                 continue
             values = [value] if isinstance(value, str) else list(value)
-            sql += f" AND a.{column} IN ({', '.join('?' * len(values))})"
+            # an empty list matches nothing (PostgreSQL has no "IN ()")
+            query += f" AND a.{column} IN ({', '.join('?' * len(values))})" if values else " AND 1 = 0"
             args += values
-        sql += " ORDER BY a.id DESC LIMIT ?"
+        query += " ORDER BY a.id DESC LIMIT ?"
         with self.transaction() as db:
-            return [_action(r) for r in db.execute(sql, args + [limit])]
+            return [_action(r) for r in db.execute(query, args + [limit])]
 
     def action(self, action_id: int) -> Action | None:
         with self.transaction() as db:

@@ -34,6 +34,7 @@ def test_action_lifecycle_and_a_second_instance_sees_it(store_target):
     assert [a.id for a in store.actions("demo")] == [aid]
     assert [a.id for a in store.actions(["demo", "prod"], kind=("delete-topic", "create-topic"), limit=1)] == [other]
     assert store.actions(kind="delete-topic")[0].status == "failed"
+    assert store.actions([]) == [] and store.actions(actor=()) == []  # no cluster chosen: nothing
     assert store.action(10_000) is None
     if store_target.startswith("postgresql://"):  # in the server's tables, not in a file named like the URL
         import psycopg
