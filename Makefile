@@ -33,7 +33,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
 	@touch $@
 
-deps: ## install missing system packages (zookeeper, a JRE, chromium + chromedriver)
+deps: ## install missing system packages (zookeeper, a JRE, postgresql, chromium + chromedriver)
 	@scripts/deps.sh
 
 zk-start: ## start the local ZooKeeper on 127.0.0.1:ZK_PORT (data in RUN_DIR/zk)

@@ -4,18 +4,22 @@
 #   default-jre-headless  -> java (ZooKeeper, PySpark)
 #   chromium chromium-driver -> headless browser for the end-to-end tests
 #   maven                 -> mvn (scripts/kafka.sh fetches Apache Kafka's jars from Maven Central)
+#   postgresql            -> initdb, postgres (the audit store's tests start a throwaway server: sandbox/processes/pgserver.py)
 set -euo pipefail
 
 missing=()
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    missing+=(postgresql)
+fi
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     missing+=(chromium chromium-driver)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "deps: system packages present (zookeeper, java, maven, chromium, chromedriver)"
+    echo "deps: system packages present (zookeeper, java, maven, postgresql, chromium, chromedriver)"
     exit 0
 fi
 

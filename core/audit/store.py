@@ -1,4 +1,5 @@
-"""The audit store (SQLite): who did what to which cluster, when, with what result, and how to undo it.
+"""The audit store (SQLite, or PostgreSQL for several Keel instances): who did what to which cluster, when, with
+what result, and how to undo it.
 
 An action is recorded *before* anything is written to ZooKeeper (status "pending", with the exact
 payload and, where there is one, the rollback), then finished as "applied" or "failed". A crash
@@ -11,7 +12,8 @@ kind ("rollback") whose `rollback_of` names the reassignment it undoes (`Action.
 `completed_at` is when verify found a reassignment complete. Refused actions (kind "refused") and failed
 sign-ins (kind "sign-in") are recorded finished, as failed. Older databases gain the new columns on open.
 
-The file: $KEEL_STORE, else keel.sqlite in the run directory ($RUN_DIR, else .run/ of the checkout).
+Where: $KEEL_STORE (a file or a postgresql:// URL), else keel.toml's [store] url, else keel.sqlite in the run
+directory ($RUN_DIR, else .run/ of the checkout). The SQL of both databases is in core.audit.sql.
 """
 
 from __future__ import annotations
@@ -19,18 +21,17 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import sqlite3
 import time
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from core.errors import StoreError
+from core.audit import sql
+from core.audit.sql import STORE_ENV
 from core.model import utc_now_iso
 
-STORE_ENV = "KEEL_STORE"
 RUN_DIR_ENV = "RUN_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STORE = REPO_ROOT / ".run" / "keel.sqlite"  # when neither KEEL_STORE nor RUN_DIR is set
@@ -41,52 +42,15 @@ def run_dir() -> Path:
     return (REPO_ROOT / (os.environ.get(RUN_DIR_ENV, "").strip() or ".run")).resolve()
 
 
-def default_store_path() -> Path:
-    """$KEEL_STORE, else keel.sqlite in run_dir()."""
+def default_store_target() -> str | Path:
+    """$KEEL_STORE (a file or a postgresql:// URL), else keel.toml's [store] url, else keel.sqlite in run_dir()."""
+    from core.policy.config import store_url
+
     named = os.environ.get(STORE_ENV, "").strip()
-    return Path(named) if named else run_dir() / "keel.sqlite"
+    if named:
+        return named if sql.is_url(named) else Path(named)
+    return store_url() or run_dir() / "keel.sqlite"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS actions (
-    id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    at        TEXT NOT NULL,
-    actor     TEXT NOT NULL,
-    cluster   TEXT NOT NULL,
-    kind      TEXT NOT NULL,
-    target    TEXT NOT NULL,
-    summary   TEXT NOT NULL,
-    payload   TEXT NOT NULL,
-    rollback  TEXT,
-    status    TEXT NOT NULL CHECK (status IN ('pending', 'applied', 'failed')),
-    result    TEXT,
-    finished  TEXT
-);
-CREATE INDEX IF NOT EXISTS actions_cluster ON actions (cluster, id);
-CREATE TABLE IF NOT EXISTS throttle_loops (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
-    cluster    TEXT NOT NULL,
-    owner      TEXT NOT NULL,
-    actor      TEXT NOT NULL,
-    host       TEXT NOT NULL,
-    pid        INTEGER NOT NULL,
-    started    TEXT NOT NULL,
-    beat       REAL NOT NULL,
-    policy     TEXT NOT NULL,
-    rate       INTEGER,
-    note       TEXT,
-    ended      TEXT,
-    end_reason TEXT
-);
-CREATE INDEX IF NOT EXISTS throttle_loops_cluster ON throttle_loops (cluster, id);
-"""
-
-
-# Columns added after the first release: added to an older database when it is opened (ALTER TABLE ADD COLUMN).
-_ADDED_COLUMNS = (("source", "TEXT"), ("role", "TEXT"), ("completed_at", "TEXT"),
-                  ("rollback_of", "INTEGER REFERENCES actions (id)"), ("cluster_id", "TEXT"))
-_ADDED_INDEXES = ("CREATE INDEX IF NOT EXISTS actions_rollback_of ON actions (rollback_of)",
-                  "CREATE INDEX IF NOT EXISTS actions_actor ON actions (actor, id)",
-                  "CREATE INDEX IF NOT EXISTS actions_cluster_id ON actions (cluster_id, id)")
 NO_CLUSTER = ""  # the cluster of a row about no cluster (a failed sign-in)
 
 
@@ -149,67 +113,25 @@ def default_actor() -> str:
         return "unknown"
 
 
-_STORE_HINT = f"point {STORE_ENV} (or --store) at a writable SQLite file; a new one is created if absent"
-
-
-def _check_store_path(path: Path) -> None:
-    """Before SQLite sees it: a directory, a path under a file, or an unwritable place gets a StoreError."""
-    if path.is_dir():
-        raise StoreError(f"action history {path} is a directory, not a SQLite file", str(path), hint=_STORE_HINT)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise StoreError(f"action history {path}: a part of {path.parent} is not a directory", str(path),
-                         hint=_STORE_HINT) from None
-    except OSError as e:
-        raise StoreError(f"action history {path}: cannot create directory {path.parent}: {e.strerror or e}",
-                         str(path), hint=_STORE_HINT) from None
-    # SQLite writes its -wal and -shm files next to the database: the directory must be writable too.
-    if not os.access(path.parent, os.W_OK | os.X_OK):
-        raise StoreError(f"action history {path}: directory {path.parent} is not writable", str(path),
-                         hint=_STORE_HINT)
-    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
-        raise StoreError(f"action history {path} is not readable and writable by this user", str(path),
-                         hint=_STORE_HINT)
-
-
-def _store_error(path: Path, e: sqlite3.Error) -> StoreError:
-    text = str(e)
-    if "not a database" in text or "malformed" in text:
-        problem = f"is not a SQLite database (corrupt, or another kind of file): {text}"
-        hint = f"move it aside to keep it, or point {STORE_ENV} (or --store) at another file"
-        return StoreError(f"action history {path} {problem}", str(path), hint=hint)
-    if "readonly" in text or "read-only" in text:
-        return StoreError(f"action history {path} is read-only: {text}", str(path), hint=_STORE_HINT)
-    return StoreError(f"action history {path} cannot be opened: {text}", str(path), hint=_STORE_HINT)
-
-
 class Store:
-    def __init__(self, path: str | os.PathLike | None = None):
-        self.path = Path(path) if path else default_store_path()
-        _check_store_path(self.path)
-        try:
-            with closing(self._connect()) as db, db:
-                db.executescript(_SCHEMA)
-                _migrate(db)
-        except sqlite3.Error as e:
-            raise _store_error(self.path, e) from None
+    """The audit store at `path`: a SQLite file, or a postgresql:// URL (one history for several Keel instances).
+    None: $KEEL_STORE, else keel.toml's [store] url, else keel.sqlite in the run directory."""
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=10)
-        # WAL is a property of the file, set once. Switching needs an exclusive lock that the busy timeout
-        # does not wait for, so two processes opening a new store at once would fail with "database is locked".
-        for attempt in range(50):
-            try:
-                if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                    db.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or attempt == 49:
-                    raise
-                time.sleep(0.05)
-        db.row_factory = sqlite3.Row
-        return db
+    def __init__(self, path: str | os.PathLike | None = None):
+        target = path if path else default_store_target()
+        self.backend = sql.backend(str(target) if sql.is_url(str(target)) else Path(target))
+        # What the History page and messages name: the file, or the URL without its password.
+        self.path: Path | str = self.backend.path if isinstance(self.backend, sql.SqliteBackend) else self.backend.where
+        self.backend.open()
+
+    @property
+    def _select(self) -> str:
+        return (f"SELECT a.*, (SELECT {self.backend.select_rolled_back_by} FROM actions b WHERE b.rollback_of = a.id)"
+                " AS rolled_back_by FROM actions a")
+
+    def transaction(self):
+        """One transaction (committed when the block ends normally): `db.execute(sql with ?, args)`."""
+        return self.backend.transaction()
 
     # --- actions ---------------------------------------------------------------------------
 
@@ -226,8 +148,8 @@ class Store:
                 summary = f"rollback of action #{linked}: " + summary.removeprefix("reassignment of ")
         elif rollback_of is None and linked is not None and kind in _UNDONE_IN_KIND:
             rollback_of = linked  # an ACL / quota undo is the inverse write, of its own kind, linked
-        with closing(self._connect()) as db, db:
-            cur = db.execute(
+        with self.transaction() as db:
+            return db.insert(
                 "INSERT INTO actions (at, actor, cluster, kind, target, summary, payload, rollback, status, source,"
                 " role, rollback_of, cluster_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
                 (utc_now_iso(), actor or default_actor(), cluster, kind, target, summary, json.dumps(payload),
@@ -235,7 +157,6 @@ class Store:
                  source or (now.source if now else "none"), role or (now.role if now else None), rollback_of,
                  now.cluster_id if now else None),
             )
-            return int(cur.lastrowid)
 
     def record(self, *, cluster: str, kind: str, target: str, summary: str, result: str, payload: Any = None,
                ok: bool = False, actor: str | None = None, source: str | None = None,
@@ -261,7 +182,7 @@ class Store:
         want = _plan_key(plan)
         if want is None:
             return None
-        with closing(self._connect()) as db, db:
+        with self.transaction() as db:
             rows = db.execute("SELECT id, payload FROM actions WHERE cluster = ? AND kind IN ('reassignment', "
                               "'rollback') AND status = 'applied' AND completed_at IS NULL ORDER BY id DESC LIMIT 200",
                               (cluster,)).fetchall()
@@ -276,33 +197,35 @@ class Store:
         return None
 
     def finish(self, action_id: int, *, ok: bool, result: str = "") -> None:
-        with closing(self._connect()) as db, db:
+        with self.transaction() as db:
             db.execute("UPDATE actions SET status = ?, result = ?, finished = ? WHERE id = ?",
                        ("applied" if ok else "failed", result, utc_now_iso(), action_id))
 
     def actions(self, cluster: str | Sequence[str] | None = None, *, kind: str | Sequence[str] | None = None,
                 actor: str | Sequence[str] | None = None, limit: int = 200) -> list[Action]:
         """Newest first; each filter is one value or several (None: any)."""
-        sql, args = _SELECT + " WHERE 1=1", []
+        query, args = self._select + " WHERE 1=1", []
         for column, value in (("cluster", cluster), ("kind", kind), ("actor", actor)):
             if value is None:
                 continue
             values = [value] if isinstance(value, str) else list(value)
-            sql += f" AND a.{column} IN ({', '.join('?' * len(values))})"
+            # an empty list matches nothing (PostgreSQL has no "IN ()")
+            query += f" AND a.{column} IN ({', '.join('?' * len(values))})" if values else " AND 1 = 0"
             args += values
-        sql += " ORDER BY a.id DESC LIMIT ?"
-        with closing(self._connect()) as db:
-            return [_action(r) for r in db.execute(sql, args + [limit])]
+        query += " ORDER BY a.id DESC LIMIT ?"
+        with self.transaction() as db:
+            return [_action(r) for r in db.execute(query, args + [limit])]
 
     def action(self, action_id: int) -> Action | None:
-        with closing(self._connect()) as db:
-            row = db.execute(_SELECT + " WHERE a.id = ?", (action_id,)).fetchone()
+        with self.transaction() as db:
+            row = db.execute(self._select + " WHERE a.id = ?", (action_id,)).fetchone()
         return None if row is None else _action(row)
 
     def facets(self) -> dict[str, list[str]]:
         """The distinct clusters, actors and kinds recorded (the History page's filter choices)."""
-        with closing(self._connect()) as db:
-            return {c: [r[0] for r in db.execute(f"SELECT DISTINCT {c} FROM actions ORDER BY {c}")]
+        with self.transaction() as db:
+            # sorted here: a PostgreSQL collation would order them otherwise than SQLite does
+            return {c: sorted(r[c] for r in db.execute(f"SELECT DISTINCT {c} FROM actions"))
                     for c in ("cluster", "actor", "kind")}
 
     # --- pending actions left by interrupted runs (see core.zk.reconcile) ---------------------------
@@ -310,15 +233,16 @@ class Store:
     def pending(self, cluster: str, cluster_id: str | None = None) -> list[Action]:
         """The actions of `cluster` still marked pending, oldest first; with `cluster_id`, those recorded with that
         cluster id too, whatever the cluster was called then (another spelling of its connect string)."""
-        with closing(self._connect()) as db:
-            rows = db.execute(_SELECT + " WHERE (a.cluster = ? OR (? IS NOT NULL AND a.cluster_id = ?)) "
-                              "AND a.status = 'pending' ORDER BY a.id", (cluster, cluster_id, cluster_id)).fetchall()
+        who, args = ("a.cluster = ?", [cluster]) if cluster_id is None else \
+            ("(a.cluster = ? OR a.cluster_id = ?)", [cluster, cluster_id])
+        with self.transaction() as db:
+            rows = db.execute(self._select + f" WHERE {who} AND a.status = 'pending' ORDER BY a.id", args).fetchall()
         return [_action(r) for r in rows]
 
     def cluster_names(self, cluster_id: str) -> list[str]:
         """The names rows of the cluster with this id were recorded under, newest first (core.policy.gate identifies a
         connect string keel.toml does not name by its /cluster/id)."""
-        with closing(self._connect()) as db:
+        with self.transaction() as db:
             rows = db.execute("SELECT cluster, MAX(id) AS last FROM actions WHERE cluster_id = ? GROUP BY cluster "
                               "ORDER BY last DESC", (cluster_id,)).fetchall()
         return [r["cluster"] for r in rows]
@@ -328,7 +252,7 @@ class Store:
 
         Only a row still pending changes (a run that finishes it meanwhile wins); True if this call changed it.
         """
-        with closing(self._connect()) as db, db:
+        with self.transaction() as db:
             cur = db.execute("UPDATE actions SET status = ?, result = ?, finished = ? WHERE id = ? AND status = 'pending'",
                              ("applied" if applied else "failed", result, utc_now_iso(), action_id))
             return cur.rowcount == 1
@@ -365,50 +289,45 @@ class ThrottleLoops:
     def __init__(self, store: Store):
         self.store = store
 
-    def start(self, *, cluster: str, owner: str, host: str, pid: int, policy: dict, actor: str | None = None) -> int:
-        with closing(self.store._connect()) as db, db:
-            cur = db.execute("INSERT INTO throttle_loops (cluster, owner, actor, host, pid, started, beat, policy) "
+    def start(self, *, cluster: str, owner: str, host: str, pid: int, policy: dict, actor: str | None = None,
+              refuse: Callable[[list[ThrottleLoop]], None] | None = None) -> int:
+        """A new loop's row. `refuse` sees the cluster's loops (newest first) and raises to write nothing: the check
+        and the insert are one transaction under the cluster's write lock, so of two instances starting a loop at
+        once the second sees the first's row (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock)."""
+        with self.store.transaction() as db:
+            db.lock(f"keel.throttle_loops:{cluster}")
+            if refuse is not None:
+                refuse(self._of(db, cluster, running_only=False, limit=1000))
+            return db.insert("INSERT INTO throttle_loops (cluster, owner, actor, host, pid, started, beat, policy) "
                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (cluster, owner, actor or default_actor(), host, pid,
                                                                  utc_now_iso(), time.time(), json.dumps(policy)))
-            return int(cur.lastrowid)
 
     def beat(self, loop_id: int, *, rate: int | None = None, note: str | None = None) -> None:
         """The loop is alive: its beat now, and the rate it set (kept when None) and what it last decided."""
-        with closing(self.store._connect()) as db, db:
+        with self.store.transaction() as db:
             db.execute("UPDATE throttle_loops SET beat = ?, rate = COALESCE(?, rate), note = COALESCE(?, note) "
                        "WHERE id = ?", (time.time(), rate, note, loop_id))
 
     def end(self, loop_id: int, reason: str) -> None:
-        with closing(self.store._connect()) as db, db:
+        with self.store.transaction() as db:
             db.execute("UPDATE throttle_loops SET ended = ?, end_reason = ? WHERE id = ? AND ended IS NULL",
                        (utc_now_iso(), reason, loop_id))
 
     def of(self, cluster: str, *, running_only: bool = False, limit: int = 20) -> list[ThrottleLoop]:
         """The loops of `cluster`, newest first (with `running_only`, those that never said they ended)."""
-        sql = "SELECT * FROM throttle_loops WHERE cluster = ?" + (" AND ended IS NULL" if running_only else "")
-        with closing(self.store._connect()) as db:
-            rows = db.execute(sql + " ORDER BY id DESC LIMIT ?", (cluster, limit)).fetchall()
+        with self.store.transaction() as db:
+            return self._of(db, cluster, running_only=running_only, limit=limit)
+
+    @staticmethod
+    def _of(db, cluster: str, *, running_only: bool, limit: int) -> list[ThrottleLoop]:
+        query = "SELECT * FROM throttle_loops WHERE cluster = ?" + (" AND ended IS NULL" if running_only else "")
+        rows = db.execute(query + " ORDER BY id DESC LIMIT ?", (cluster, limit)).fetchall()
         return [ThrottleLoop(r["id"], r["cluster"], r["owner"], r["actor"], r["host"], r["pid"], r["started"],
                              r["beat"], json.loads(r["policy"]), r["rate"], r["note"], r["ended"], r["end_reason"])
                 for r in rows]
 
 
-_SELECT = ("SELECT a.*, (SELECT group_concat(b.id) FROM actions b WHERE b.rollback_of = a.id) AS rolled_back_by "
-           "FROM actions a")
 
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Add the columns and indexes of later releases to an older database (idempotent)."""
-    have = {r[1] for r in db.execute("PRAGMA table_info(actions)")}
-    for column, decl in _ADDED_COLUMNS:
-        if column not in have:
-            try:
-                db.execute(f"ALTER TABLE actions ADD COLUMN {column} {decl}")
-            except sqlite3.OperationalError as e:  # another process added it meanwhile
-                if "duplicate column" not in str(e):
-                    raise
-    for sql in _ADDED_INDEXES:
-        db.execute(sql)
 
 
 def _plan_key(plan: Any):
@@ -421,7 +340,7 @@ def _plan_key(plan: Any):
         return None
 
 
-def _action(r: sqlite3.Row) -> Action:
+def _action(r) -> Action:
     linked = r["rolled_back_by"]
     return Action(id=r["id"], at=r["at"], actor=r["actor"], cluster=r["cluster"], kind=r["kind"], target=r["target"],
                   summary=r["summary"], payload=json.loads(r["payload"]),

@@ -84,9 +84,13 @@ def _pid_alive(pid: int) -> bool:
 def loops_report(store: Store, cluster: str) -> list[tuple[ThrottleLoop, str, str]]:
     """(loop, state, line) for the loops of `cluster` not ended on their own terms (alive, or dead): what verify,
     status and the page say."""
+    return _report(ThrottleLoops(store).of(cluster))
+
+
+def _report(loops: list[ThrottleLoop]) -> list[tuple[ThrottleLoop, str, str]]:
     out = []
     now = time.time()
-    for loop in ThrottleLoops(store).of(cluster):
+    for loop in loops:
         state = loop_state(loop, now=now)
         if state in (ALIVE, DEAD):
             out.append((loop, state, describe_loop(loop.to_dict(), state, now - loop.beat)))
@@ -102,14 +106,16 @@ def settle_dead(store: Store, cluster: str, why: str) -> None:
 
 
 def begin(store: Store, cluster: str, pol: Policy, *, owner: str, actor: str | None = None) -> int:
-    """The loop's row; refused (typed, nothing written) while another loop of `cluster` is alive."""
-    for loop, state, line in loops_report(store, cluster):
-        if state == ALIVE:
-            raise ValidationError(f"another auto-throttle loop runs for {cluster}: {line}",
-                                  hint="stop it first (Ctrl-C, or Stop on the Reassign page): two loops would "
-                                       "fight over one throttle")
+    """The loop's row; refused (typed, nothing written) while another loop of `cluster` is alive. The check and
+    the insert are one transaction under the cluster's lock: of two instances starting at once, one loop wins."""
+    def refuse(loops: list[ThrottleLoop]) -> None:
+        for loop, state, line in _report(loops):
+            if state == ALIVE:
+                raise ValidationError(f"another auto-throttle loop runs for {cluster}: {line}",
+                                      hint="stop it first (Ctrl-C, or Stop on the Reassign page): two loops would "
+                                           "fight over one throttle")
     return ThrottleLoops(store).start(cluster=cluster, owner=owner, host=socket.gethostname(), pid=os.getpid(),
-                                      policy=pol.to_dict(), actor=actor)
+                                      policy=pol.to_dict(), actor=actor, refuse=refuse)
 
 
 @dataclass

@@ -13,6 +13,9 @@
     [access]                 # roles granted to groups and emails (oidc, proxy); per cluster: [clusters.<name>.access]
     operator = ["group:kafka-sre", "alice@example.com"]
 
+    [store]                  # the audit store (History): a SQLite file (default .run/keel.sqlite) or PostgreSQL,
+    url = "postgresql://keel@db.example.com:5432/keel"   # one history for several Keel instances ($KEEL_STORE wins)
+
     [clusters.demo]
     zk = "127.0.0.1:2181/keel-demo"
     description = "Sandbox cluster started by make run"
@@ -69,6 +72,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "require_operator",
+    "store_url",
 ]
 
 CONFIG_ENV = "KEEL_CONFIG"
@@ -84,6 +88,8 @@ _CLUSTER_KEYS = {"zk", "description", "digest", "tls", "connect_timeout", "boots
                  "poll_interval",
                  "min_insync_replicas"}
 _TLS_KEYS = {"ca", "cert", "key", "key_password", "verify"}
+_STORE_KEYS = {"url"}
+_PG_SCHEMES = ("postgresql", "postgres")
 
 
 class ConfigError(ValidationError):
@@ -148,6 +154,7 @@ class KeelConfig:
     auth: AuthSettings = AuthSettings()  # [auth]: none | oidc | proxy
     access: AccessRules | None = None  # [access]: roles granted to groups and emails
     data: bool = False  # [keel] data: "none" mode's local user may read messages (core.policy.access.check_data)
+    store_url: str | None = field(default=None, repr=False)  # [store] url: a postgresql:// URL or a SQLite file
 
     @property
     def default_cluster(self) -> str | None:
@@ -163,7 +170,7 @@ class KeelConfig:
     # Mapping is not hashable; keep KeelConfig usable as a cache key.
     def __hash__(self) -> int:
         return hash((self.role, self.read_only, tuple(self.clusters.items()), self.path, self.auth, self.access,
-                     self.data))
+                     self.data, self.store_url))
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -256,7 +263,42 @@ def parse_config(text: str, source: str | os.PathLike = "<string>", env: Mapping
         raise ConfigError(source, e.key, e.problem, hint=e.hint) from None
     return KeelConfig(role=role, read_only=read_only, clusters=clusters,
                       path=None if str(source).startswith("<") else str(source), auth=auth, access=access,
-                      data=data)
+                      data=data, store_url=_store(source, doc.get("store"), base_dir))
+
+
+def store_url(env: Mapping[str, str] | None = None) -> str | None:
+    """keel.toml's [store] url (core.audit.store's default when $KEEL_STORE is not set), None without one. Only
+    that table is read: a keel.toml broken elsewhere is reported by load_config, which every front end calls."""
+    p = config_path(env)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
+        return None
+    return _store(p, doc.get("store"), p.parent)
+
+
+def _store(source, raw: Any, base_dir: Path | None) -> str | None:
+    """[store] url: a postgresql:// URL as it is, or a SQLite file (relative to keel.toml's directory)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(source, "store", f"must be a table, got {_kind(raw)}")
+    _no_unknown(source, "store", raw, _STORE_KEYS)
+    url = raw.get("url")
+    hint = 'e.g. url = "postgresql://keel@db.example.com:5432/keel", or a SQLite file such as "keel.sqlite"'
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigError(source, "store.url", f"must be a non-empty string, got {url!r}", hint=hint)
+    url = url.strip()
+    if "://" in url:
+        scheme, rest = url.split("://", 1)
+        if scheme.lower() not in _PG_SCHEMES:
+            raise ConfigError(source, "store.url", f"unsupported scheme {scheme!r}: PostgreSQL (postgresql://) or "
+                                                   "a SQLite file path", hint=hint)
+        if not rest.strip("/"):
+            raise ConfigError(source, "store.url", "names no PostgreSQL server", hint=hint)
+        return url
+    path = Path(url).expanduser()
+    return os.path.normpath(path if path.is_absolute() or base_dir is None else base_dir / path)
 
 
 def _read_secret_file(source, base_dir: Path | None, path: str) -> str:

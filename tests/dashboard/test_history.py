@@ -20,7 +20,7 @@ import pytest
 
 from core import zkformat as zf
 from core.plans import parse_reassignment
-from core.audit.store import Store, acting, default_store_path, run_dir
+from core.audit.store import Store, acting, default_store_target, run_dir
 from core.zk import reassign_writes
 from core.zk.session import ZkSession
 from dashboard.audit import readable, table, to_csv
@@ -205,12 +205,12 @@ def test_run_dir_moves_the_action_history_and_the_fleet_store(tmp_path, monkeypa
     monkeypatch.delenv("KEEL_STORE", raising=False)
     monkeypatch.setenv("RUN_DIR", str(tmp_path / "elsewhere"))
     assert run_dir() == tmp_path / "elsewhere"
-    assert default_store_path() == tmp_path / "elsewhere" / "keel.sqlite"
+    assert default_store_target() == tmp_path / "elsewhere" / "keel.sqlite"
     assert Store().path == tmp_path / "elsewhere" / "keel.sqlite"
     monkeypatch.setenv("RUN_DIR", "relative-run")
     assert run_dir() == ROOT / "relative-run"  # relative to the checkout, as make and scripts/run.sh use it
     monkeypatch.delenv("RUN_DIR")
-    assert default_store_path() == ROOT / ".run" / "keel.sqlite"
+    assert default_store_target() == ROOT / ".run" / "keel.sqlite"
     fleet = (ROOT / "dashboard" / "fleet" / "page.py").read_text()
     assert 'DEFAULT_STORE = str(run_dir() / "fleet" / "store")' in fleet
     run_sh = (ROOT / "scripts" / "run.sh").read_text()
