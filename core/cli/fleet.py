@@ -175,10 +175,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
     if args.spark is None:
         return _rounds(args, round_)
+    from core.fleet.collect_spark import spark_session
     from core.fleet.spark import session_running, stop_session
 
     ours = not session_running()
     try:
+        # started before the first round: a refusal comes before any round, and --every's rounds do not count it
+        spark_session(args.spark)
         return _rounds(args, round_)
     finally:
         if ours:  # the session lives through every round of --every; stop only one this command started

@@ -136,3 +136,20 @@ def test_a_failed_spark_task_fails_its_cluster_with_the_reason(spark_fleet, tmp_
         assert line.startswith("FAILED: the Spark task failed: ") and "No module named 'pyarrow'" in line, line
         assert "the executors' Python, /usr/bin/python3, needs Keel" in line, line
     assert "2 of 2 cluster(s) failed" in run.stderr and not store.exists()
+
+
+def test_spark_collect_every_keeps_one_capture_per_round(zk_connect, tmp_path):
+    """--every on Spark: one session for every round (started before the first: the rounds 4 s apart are not
+    pushed together by its start), one capture per round in STORE/history/."""
+    write_kafka_tree(zk_connect, cluster_snapshot("one", 40, 3))
+    config = tmp_path / "keel.toml"
+    config.write_text(f'[clusters.one]\nzk = "{zk_connect}"\n')
+    store = tmp_path / "store"
+    run = subprocess.run([sys.executable, "-m", "core", "fleet", "collect", "--config", str(config), "--out",
+                          str(store), "--spark", "local[2]", "--every", "4s", "--count", "2"], cwd=tmp_path,
+                         env=spark_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert [ln.split(",")[0] for ln in run.stdout.strip().splitlines()] == ["one: 3 brokers"] * 2
+    history, _ = read_history(store)
+    assert history.groupby("captured_at").size().tolist() == [120, 120]  # two captures of 40 x RF 3 replicas
+    assert run.stderr.count("could not start Spark") == 0 and "Traceback" not in run.stderr

@@ -9,7 +9,8 @@ import subprocess
 import sys
 import types
 import uuid
-from pathlib import Path
+
+import pytest
 
 from core.cli import main
 from core.fleet.export import parse_log_dirs
@@ -22,7 +23,6 @@ from tests.kafka.realkafka import eventually, produce, tool_class
 from tests.kafka.test_traffic_kraft import _create
 from tests.support.spark_helpers import free_port, spark_env
 
-ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENT = {0: [1, 2], 1: [2, 3], 2: [3, 1]}
 SIZES = {0: 300_000, 1: 600_000, 2: 900_000}
 
@@ -34,6 +34,7 @@ def _kafka_log_dirs(kraft: KraftCluster) -> dict:
     return parse_log_dirs(proc.stdout)
 
 
+@pytest.mark.spark  # its last part runs the collection on Spark (local[2], in a child process)
 def test_collect_reads_a_bootstrap_only_cluster_through_its_brokers(kraft: KraftCluster, tmp_path, capsys):
     topic = f"fleet-kraft-{uuid.uuid4().hex[:6]}"
     _create(kraft.bootstrap_servers, {topic: ASSIGNMENT})
