@@ -1,7 +1,7 @@
 """`python -m core fleet ...`: the fleet store and the fleet jobs on the command line.
 
     fleet collect  --config CLUSTERS --out STORE [--cluster NAME ...] [--sizes CLUSTER=FILE ...] [--parallel N]
-                   [--every DURATION [--count N]] [--history]
+                   [--every DURATION [--count N]] [--history] [--spark MASTER]
     fleet export   --snapshot FILE --out STORE [--sizes FILE] [--cluster NAME]
     fleet generate --clusters N --out STORE [--seed S] [--partitions-total P | --scale F]
     fleet run      --input STORE --output DIR [--master local[*]] [--driver-memory 6g]
@@ -44,6 +44,10 @@ def register(subparsers) -> None:
     c.add_argument("--count", type=_positive("--count", 10**9), metavar="N", help="with --every: stop after N rounds")
     c.add_argument("--history", action="store_true",
                    help="also keep this capture in STORE/history/ (the latest one is replaced either way)")
+    c.add_argument("--spark", metavar="MASTER",
+                   help="read each cluster in a Spark task on MASTER (spark://HOST:PORT, local[N], yarn, k8s://...) "
+                        "instead of in this process; the store is written here. The executors need Keel installed "
+                        "(with --parallel: clusters in flight, default min(64, clusters))")
     c.set_defaults(func=cmd_collect)
 
     e = sub.add_parser("export", help="write one snapshot JSON file into the store")
@@ -130,6 +134,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
     if args.count is not None and args.every is None:
         raise ValidationError("--count counts the rounds of --every: give --every DURATION too")
+    if args.spark is not None:
+        from core.fleet.spark import check_master_url
+
+        check_master_url(args.spark)
+        if args.progress:
+            raise ValidationError("--progress reports the snapshot reading of this process; with --spark the "
+                                  "clusters are read on the executors: leave out --progress")
     check_output_dir(args.out, "--out")
     config = load_config(args.config)
     sizes = _sizes_option(args.sizes)
@@ -148,14 +159,37 @@ def cmd_collect(args: argparse.Namespace) -> int:
     history = args.history or args.every is not None
 
     def round_() -> bool:
-        results = collect(config, args.out, clusters=names, sizes=sizes, progress=show, parallel=args.parallel,
-                          read_progress=reading if args.progress else None, history=history)
+        if args.spark is not None:
+            from core.fleet.collect_spark import collect_spark
+
+            results = collect_spark(config, args.out, args.spark, clusters=names, sizes=sizes, progress=show,
+                                    parallel=args.parallel, history=history)
+        else:
+            results = collect(config, args.out, clusters=names, sizes=sizes, progress=show, parallel=args.parallel,
+                              read_progress=reading if args.progress else None, history=history)
         failed = [r.cluster for r in results if not r.ok]
         if failed:
             print(f"error: {len(failed)} of {len(results)} cluster(s) failed and were skipped: {', '.join(failed)}",
                   file=sys.stderr)
         return not failed
 
+    if args.spark is None:
+        return _rounds(args, round_)
+    from core.fleet.collect_spark import spark_session
+    from core.fleet.spark import session_running, stop_session
+
+    ours = not session_running()
+    try:
+        # started before the first round: a refusal comes before any round, and --every's rounds do not count it
+        spark_session(args.spark)
+        return _rounds(args, round_)
+    finally:
+        if ours:  # the session lives through every round of --every; stop only one this command started
+            stop_session()
+
+
+def _rounds(args: argparse.Namespace, round_) -> int:
+    """One round, or a round every `--every` until --count rounds or Ctrl-C."""
     if args.every is None:
         return 0 if round_() else 1
     rounds, all_ok = 0, True
@@ -167,8 +201,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
             break
         # the next round starts `every` after this one started (at once if this one took longer)
         wait = args.every - (time.monotonic() - started)
-        print(f"round {rounds} done; next in {max(wait, 0):.0f} s (Ctrl-C stops)", file=sys.stderr, flush=True)
-        try:
+        try:  # the notice inside: a Ctrl-C right after it (the earliest a user sees the round done) is between rounds
+            print(f"round {rounds} done; next in {max(wait, 0):.0f} s (Ctrl-C stops)", file=sys.stderr, flush=True)
             if wait > 0:
                 time.sleep(wait)
         except KeyboardInterrupt:  # between rounds: nothing is half done, a clean stop

@@ -10,6 +10,7 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -65,13 +66,16 @@ def parse_log_dirs(text: str, *, source: str = "log-dirs JSON") -> dict[SizeKey,
     return sizes
 
 
-def load_log_dirs(path: str | Path) -> dict[SizeKey, int]:
+def read_sizes_file(path: str | Path) -> str:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except OSError as e:
         raise FleetInputError(f"cannot read sizes file {p}: {e.strerror or e}") from None
-    return parse_log_dirs(text, source=str(p))
+
+
+def load_log_dirs(path: str | Path) -> dict[SizeKey, int]:
+    return parse_log_dirs(read_sizes_file(path), source=str(path))
 
 
 # --- snapshot -> Arrow ----------------------------------------------------------------------------
@@ -153,12 +157,20 @@ def export_snapshot(snapshot: ClusterSnapshot, store: str | Path, *, cluster: st
         raise FleetInputError("the snapshot names no cluster: give one with --cluster")
     check_cluster_name(name)
     replicas, brokers = snapshot_tables(snapshot, sizes)
+    return write_tables(store, name, replicas, brokers, partitions=snapshot.partition_count, history=history,
+                        started=started)
+
+
+def write_tables(store: str | Path, name: str, replicas: pa.Table, brokers: pa.Table, *, partitions: int,
+                 history: bool = False, started: float | None = None) -> ExportResult:
+    """Write one cluster's tables (snapshot_tables) into the store, and into STORE/history/ with `history`: the one
+    writer of the local and the Spark collection (core.fleet.collect_spark writes the rows its tasks return)."""
+    started = time.monotonic() if started is None else started
     write_cluster(store, name, replicas, brokers)
     if history:
         append_history(store, name, replicas, brokers)
     sized = replicas.num_rows - replicas.column("size_bytes").null_count
-    return ExportResult(name, brokers.num_rows, snapshot.partition_count, replicas.num_rows, sized,
-                        time.monotonic() - started)
+    return ExportResult(name, brokers.num_rows, partitions, replicas.num_rows, sized, time.monotonic() - started)
 
 
 def load_snapshot_file(path: str | Path) -> ClusterSnapshot:
@@ -202,30 +214,61 @@ def broker_sizes(cluster_config) -> dict[SizeKey, int]:
     return parse_log_dirs(dirs.to_json(), source=f"describeLogDirs of cluster {cluster_config.name}")
 
 
-def collect_one(name: str, cluster_config, store: str | Path, *, sizes_path: str | Path | None = None,
-                read_progress: Callable[[str, str, int, int], None] | None = None,
-                history: bool = False) -> CollectResult:
-    """Snapshot one cluster into `store`; never raises (a failure is the result). Sizes: the --sizes file if one is
-    given, else the brokers of `bootstrap` when keel.toml names them, else none (size_bytes null)."""
+def read_cluster(name: str, cluster_config, *, sizes_path: str | Path | None = None,
+                 sizes_text: str | None = None,
+                 read_progress: Callable[[str, str, int, int], None] | None = None
+                 ) -> tuple[ClusterSnapshot, dict[SizeKey, int] | None]:
+    """One cluster's snapshot and replica sizes, read where this runs (this process, or a Spark executor).
+
+    The snapshot: through ZooKeeper when keel.toml gives `zk`, else (a KRaft cluster: `bootstrap` only) through the
+    brokers' Admin API, as the dashboard reads it (core.kafka.metadata). Sizes: the --sizes file (`sizes_text`, its
+    contents already read, named by `sizes_path`) if one is given, else the brokers of `bootstrap` when keel.toml
+    names them, else none (size_bytes null)."""
+    check_cluster_name(name)
+    if sizes_text is not None:
+        size_map = parse_log_dirs(sizes_text, source=str(sizes_path or f"sizes of cluster {name}"))
+    elif sizes_path is not None:
+        size_map = load_log_dirs(sizes_path)
+    else:
+        size_map = None
+    if cluster_config.zk is None:
+        return _read_through_brokers(name, cluster_config, size_map, read_progress)
+    if size_map is None and getattr(cluster_config, "bootstrap", None):
+        size_map = broker_sizes(cluster_config)
     from core.zk.reader import read_snapshot
     from core.zk.session import ZkSession, ZkSettings
 
+    session = ZkSession.open(ZkSettings.from_cluster(cluster_config))
+    try:
+        relay = None if read_progress is None else (
+            lambda stage, done, total: read_progress(name, stage, done, total))
+        snap = read_snapshot(session, cluster=name, progress=relay)
+    finally:
+        session.close()
+    return snap, size_map
+
+
+def _read_through_brokers(name: str, cluster_config, size_map, read_progress):
+    """A bootstrap-only (KRaft) cluster: snapshot and sizes from one Admin API client."""
+    from core.kafka.admin import KafkaAdmin
+    from core.kafka.metadata import read_snapshot
+
+    with KafkaAdmin.for_cluster(cluster_config) as admin:
+        snap = read_snapshot(admin, cluster=name)
+        if size_map is None:
+            size_map = parse_log_dirs(admin.log_dirs().to_json(), source=f"describeLogDirs of cluster {name}")
+    if read_progress is not None:  # one request per kind of answer: nothing to report until it is all read
+        read_progress(name, "partitions", snap.partition_count, snap.partition_count)
+    return snap, size_map
+
+
+def collect_one(name: str, cluster_config, store: str | Path, *, sizes_path: str | Path | None = None,
+                read_progress: Callable[[str, str, int, int], None] | None = None,
+                history: bool = False) -> CollectResult:
+    """Snapshot one cluster into `store` (read_cluster, then write it); never raises (a failure is the result)."""
     started = time.monotonic()
     try:
-        check_cluster_name(name)
-        if sizes_path is not None:
-            size_map = load_log_dirs(sizes_path)
-        elif getattr(cluster_config, "bootstrap", None):
-            size_map = broker_sizes(cluster_config)
-        else:
-            size_map = None
-        session = ZkSession.open(ZkSettings.from_cluster(cluster_config))
-        try:
-            relay = None if read_progress is None else (
-                lambda stage, done, total: read_progress(name, stage, done, total))
-            snap = read_snapshot(session, cluster=name, progress=relay)
-        finally:
-            session.close()
+        snap, size_map = read_cluster(name, cluster_config, sizes_path=sizes_path, read_progress=read_progress)
         exported = export_snapshot(snap, store, cluster=name, sizes=size_map, history=history)
         return CollectResult(name, True, ExportResult(**{**exported.__dict__, "seconds": time.monotonic() - started}))
     except KeelError as e:
@@ -236,6 +279,22 @@ def collect_one(name: str, cluster_config, store: str | Path, *, sizes_path: str
 
 def default_parallel(clusters: int) -> int:
     return max(1, min(8, clusters))
+
+
+def collect_request(config, clusters: Iterable[str] | None, sizes: Mapping[str, str | Path] | None,
+                    parallel: int | None, default: Callable[[int], int]) -> tuple[list[str], dict, int]:
+    """(cluster names, sizes files, clusters at once) of a collection, checked before anything connects: the
+    local and the Spark collection take the same arguments."""
+    names = list(clusters) if clusters is not None else list(config.clusters)
+    sizes = dict(sizes or {})
+    unknown = sorted(set(names) - set(config.clusters)) + sorted(set(sizes) - set(config.clusters))
+    if unknown:
+        known = ", ".join(config.clusters) or "none"
+        raise FleetInputError(f"unknown cluster {unknown[0]!r} (configured: {known})")
+    workers = default(len(names)) if parallel is None else int(parallel)
+    if workers < 1:
+        raise FleetInputError(f"parallel collections must be at least 1, got {parallel!r}")
+    return names, sizes, workers
 
 
 def collect(config, store: str | Path, *, clusters: Iterable[str] | None = None,
@@ -250,31 +309,34 @@ def collect(config, store: str | Path, *, clusters: Iterable[str] | None = None,
     it finishes (in the calling thread, in finishing order); `read_progress(cluster, stage, done, total)` relays
     the snapshot readers' progress (from the worker threads). Returns the results in the order of `clusters`.
     """
-    names = list(clusters) if clusters is not None else list(config.clusters)
-    sizes = dict(sizes or {})
-    unknown = sorted(set(names) - set(config.clusters)) + sorted(set(sizes) - set(config.clusters))
-    if unknown:
-        known = ", ".join(config.clusters) or "none"
-        raise FleetInputError(f"unknown cluster {unknown[0]!r} (configured: {known})")
-    workers = default_parallel(len(names)) if parallel is None else int(parallel)
-    if workers < 1:
-        raise FleetInputError(f"parallel collections must be at least 1, got {parallel!r}")
+    names, sizes, workers = collect_request(config, clusters, sizes, parallel, default_parallel)
     if not names:
         return []
     # Threads: a collection mostly waits on ZooKeeper and the brokers; each cluster has its own session and its
     # own store directory, so the clusters share nothing but the GIL.
+    done = run_bounded([partial(collect_one, name, config.clusters[name], store, sizes_path=sizes.get(name),
+                                read_progress=read_progress, history=history) for name in names],
+                       workers, progress, prefix="fleet-collect")
+    return [done[name] for name in names]
+
+
+def run_bounded(calls: list[Callable[[], CollectResult]], workers: int,
+                progress: Callable[[CollectResult], None] | None, *, prefix: str) -> dict[str, CollectResult]:
+    """Each call's result by cluster, `workers` calls at a time in threads; `progress` gets each result as it
+    finishes, in this thread. Ctrl-C starts no further call; those running finish (and their own write)."""
     done: dict[str, CollectResult] = {}
-    with ThreadPoolExecutor(max_workers=min(workers, len(names)), thread_name_prefix="fleet-collect") as pool:
-        futures = {pool.submit(collect_one, name, config.clusters[name], store, sizes_path=sizes.get(name),
-                               read_progress=read_progress, history=history): name for name in names}
+    if not calls:
+        return done
+    with ThreadPoolExecutor(max_workers=min(workers, len(calls)), thread_name_prefix=prefix) as pool:
+        futures = [pool.submit(call) for call in calls]
         try:
             for fut in as_completed(futures):
                 res = fut.result()
                 done[res.cluster] = res
                 if progress is not None:
                     progress(res)
-        except BaseException:  # Ctrl-C: start no further cluster (those running finish their own write)
+        except BaseException:
             for fut in futures:
                 fut.cancel()
             raise
-    return [done[name] for name in names]
+    return done
