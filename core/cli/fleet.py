@@ -159,6 +159,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
     history = args.history or args.every is not None
 
     def round_() -> bool:
+        from core.audit.store import default_actor
+        from core.fleet.collect_run import store_lock
+
+        with store_lock(args.out, default_actor()):  # not beside the dashboard's "Collect now" or another CLI's
+            return _one_round()
+
+    def _one_round() -> bool:
         if args.spark is not None:
             from core.fleet.collect_spark import collect_spark
 

@@ -23,10 +23,11 @@ import fcntl
 import json
 import os
 import socket
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from core.audit.store import NO_CLUSTER
 from core.errors import BusyError
@@ -126,10 +127,14 @@ class CollectionRun:
     def _release(self) -> None:
         if self._lock_fd is not None:
             fd, self._lock_fd = self._lock_fd, None
-            try:
-                os.ftruncate(fd, 0)
-            finally:
-                os.close(fd)  # closing the only descriptor releases the flock
+            _drop_lock(fd)
+
+
+def _drop_lock(fd: int) -> None:
+    try:
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # closing the only descriptor releases the flock
 
 
 def summary(results: list[CollectResult]) -> str:
@@ -165,6 +170,18 @@ def _take_lock(store: Path, holder: dict) -> int:
     return fd
 
 
+@contextmanager
+def store_lock(store: str | Path, actor: str) -> Iterator[None]:
+    """Hold the store's collection lock for a CLI collection (CollectionRunningError naming the holder when the
+    dashboard's "Collect now" or another `fleet collect` holds it): two collections of one store never overlap."""
+    holder = {"actor": actor, "started_at": _now(), "host": socket.gethostname(), "pid": os.getpid()}
+    fd = _take_lock(Path(store).expanduser(), holder)
+    try:
+        yield
+    finally:
+        _drop_lock(fd)
+
+
 def start_collection(who: access.Identity, config: "KeelConfig", store: str | Path, *, audit: "Store",
                      exposed: bool = False) -> CollectionRun:
     """Check the role (a refusal is recorded and raised), take the store's lock (CollectionRunningError naming the
@@ -188,4 +205,4 @@ def start_collection(who: access.Identity, config: "KeelConfig", store: str | Pa
     return CollectionRun(root, names, who.actor, started, action_id, config, audit, fd)
 
 
-__all__ = ["KIND", "CollectionRun", "CollectionRunningError", "check_collect", "start_collection", "summary"]
+__all__ = ["KIND", "CollectionRun", "CollectionRunningError", "check_collect", "start_collection", "store_lock", "summary"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
@@ -232,7 +232,8 @@ def read_cluster(name: str, cluster_config, *, sizes_path: str | Path | None = N
     else:
         size_map = None
     if cluster_config.zk is None:
-        return _read_through_brokers(name, cluster_config, size_map, read_progress)
+        snap, size_map = _read_through_brokers(name, cluster_config, size_map, read_progress)
+        return _stamped(snap), size_map
     if size_map is None and getattr(cluster_config, "bootstrap", None):
         size_map = broker_sizes(cluster_config)
     from core.zk.reader import read_snapshot
@@ -245,7 +246,14 @@ def read_cluster(name: str, cluster_config, *, sizes_path: str | Path | None = N
         snap = read_snapshot(session, cluster=name, progress=relay)
     finally:
         session.close()
-    return snap, size_map
+    return _stamped(snap), size_map
+
+
+def _stamped(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """The capture's time to the millisecond (a snapshot's own is whole seconds): history files are named by it,
+    and two rounds of `--every` within one second would otherwise share a name, the later replacing the earlier."""
+    now = datetime.now(timezone.utc)
+    return replace(snap, captured_at=now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z")
 
 
 def _read_through_brokers(name: str, cluster_config, size_map, read_progress):

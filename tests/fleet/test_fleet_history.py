@@ -198,6 +198,12 @@ def test_the_lock_is_held_across_processes_and_freed_when_its_holder_dies(two_cl
         assert proc.stdout.readline().strip() == "held"
         with pytest.raises(CollectionRunningError, match=rf"started by carol at .* \(pid {proc.pid}\) is running"):
             start_collection(local(), two_clusters(), store, audit=Store(tmp_path / "audit.sqlite"))
+        # the command line takes the same lock: refused, naming the holder, and nothing written
+        cli = subprocess.run([sys.executable, "-m", "core", "fleet", "collect", "--config", str(tmp_path / "keel.toml"),
+                              "--out", str(store)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert cli.returncode != 0 and "started by carol" in cli.stderr, cli.stderr
+        assert [p.name for p in store.iterdir()] == [collect_run.LOCK_NAME]
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
