@@ -104,5 +104,7 @@ def register(sub) -> None:
     add_cluster_options(p)
     add_loop_options(p, budget_option="--budget")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
-    p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
+    from core.cli.common import add_store_option
+
+    add_store_option(p)
     p.set_defaults(func=cmd_auto_throttle)

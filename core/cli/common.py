@@ -53,6 +53,13 @@ def add_zk_options(p: argparse.ArgumentParser, required: bool = True) -> None:
 # --- Kafka's Admin API (core.kafka): what only the brokers know ------------------------------
 
 
+def add_store_option(p: argparse.ArgumentParser, what: str = "action history") -> None:
+    """--store: a SQLite file or a postgresql:// URL (core.audit.store), shared by every command that records."""
+    p.add_argument("--store", metavar="FILE|URL",
+                   help=f"{what}: a SQLite file or a postgresql:// URL (default: $KEEL_STORE, keel.toml's "
+                        "[store] url, else .run/keel.sqlite)")
+
+
 def add_bootstrap_option(p: argparse.ArgumentParser, help: str) -> None:
     g = p.add_argument_group("Kafka (Admin API)")
     g.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help=help)

@@ -13,7 +13,7 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-from core.cli.common import UsageError
+from core.cli.common import add_store_option, UsageError
 from core.errors import InputFileError
 
 MODE_FLAGS = ("to-earliest", "to-latest", "to-current", "to-offset", "shift-by", "to-datetime", "by-duration",
@@ -136,7 +136,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_cluster_options(p, "the brokers' Admin API, HOST:PORT[,HOST:PORT] (required; any cluster, KRaft included)")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history (default: the keel.toml "
                                                      "cluster the brokers belong to, else the bootstrap servers)")
-    p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p)
 
 
 def register(sub) -> None:

@@ -83,5 +83,7 @@ def register(sub) -> None:
     p.add_argument("--no-wait", action="store_true", help="do not wait for the controller's outcome")
     p.add_argument("--timeout", type=seconds(WAIT), default=30.0, metavar="S", help="how long to wait for the outcome")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
-    p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
+    from core.cli.common import add_store_option
+
+    add_store_option(p)
     p.set_defaults(func=cmd_elect)

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from core.cli.common import add_bootstrap_option, add_zk_options
+from core.cli.common import add_store_option, add_bootstrap_option, add_zk_options
 from core.errors import KeelError
 
 
@@ -177,8 +177,7 @@ def register(sub) -> None:
                         "brokers cannot tell it), with --command-config's security settings")
     p.add_argument("--cluster", metavar="NAME", help="the name the timeline is kept under (default: the keel.toml "
                                                      "cluster --zk reaches, else the connect string)")
-    p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or "
-                                                   ".run/keel.sqlite)")
+    add_store_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_migration)
 

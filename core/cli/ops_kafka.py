@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from core.cli.argtypes import WAIT, seconds, shown, whole
-from core.cli.common import UsageError, add_bootstrap_option, add_zk_options, kafka_admin
+from core.cli.common import add_store_option, UsageError, add_bootstrap_option, add_zk_options, kafka_admin
 from core.errors import ValidationError
 from core.model import ClusterSnapshot
 
@@ -283,7 +283,7 @@ def register(sub) -> None:
     p.add_argument("--no-wait", action="store_true", help="do not wait for the brokers to finish the copies")
     p.add_argument("--timeout", type=seconds(WAIT), default=120.0, metavar="S", help="how long to wait (default 120)")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
-    p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p)
     p.set_defaults(func=cmd_log_dirs_execute)
 
     p = sub.add_parser("consumer-groups", help="consumer groups: state, members, committed offsets and lag")

@@ -12,7 +12,7 @@ import json
 import sys
 
 from core.cli.argtypes import whole
-from core.cli.common import UsageError, add_bootstrap_option, kafka_security, resolve_host
+from core.cli.common import add_store_option, UsageError, add_bootstrap_option, kafka_security, resolve_host
 from core.errors import ValidationError
 
 
@@ -94,5 +94,5 @@ def register(sub) -> None:
                                                                "(default 1 MiB, at most 16 MiB)")
     p.add_argument("--cluster", metavar="NAME", help="keel.toml's name of the cluster (else found by its address)")
     p.add_argument("--json", action="store_true", help="the messages as JSON (text fields, never bytes)")
-    p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p)
     p.set_defaults(func=cmd_peek)

@@ -18,7 +18,7 @@ import json
 import sys
 
 from core.cli.argtypes import WAIT, id_list, seconds, whole
-from core.cli.common import UsageError
+from core.cli.common import add_store_option, UsageError
 from core.errors import KeelError, ValidationError
 
 
@@ -517,7 +517,7 @@ def register(sub) -> None:
                                 "replica: the reassignment cannot complete until its broker returns); accepts the "
                                 "risks shown, no others")
         p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
-        p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
+        add_store_option(p)
         p.set_defaults(func=fn)
 
     p = sub.add_parser("rollback", help="execute the rollback saved with a reassignment, once it has finished",
@@ -539,8 +539,7 @@ def register(sub) -> None:
     p.add_argument("--cluster", metavar="NAME",
                    help="cluster name the rollback is recorded under in the action history (default: the --zk "
                         "connect string, as execute records it)")
-    p.add_argument("--store", metavar="FILE",
-                   help="the action history holding the reassignment (default: $KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p, "the action history holding the reassignment")
     p.set_defaults(func=cmd_rollback)
 
     p = sub.add_parser("status", help="follow a running reassignment in bytes: copied, rate, ETA",
@@ -563,8 +562,7 @@ def register(sub) -> None:
                    help="keep the samples in FILE between runs (created if missing): the rate of a one-shot status "
                         "is then measured since the previous run")
     p.add_argument("--cluster", metavar="NAME", help="the cluster's name in the samples file and the action history")
-    p.add_argument("--store", metavar="FILE", help="action history, where auto-throttle loops beat (default: "
-                                                   "$KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p, "action history, where auto-throttle loops beat")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("throttle", help="raise or lower the replication throttle of a running reassignment",
@@ -580,7 +578,7 @@ def register(sub) -> None:
     rate.add_argument("--unthrottled", action="store_true",
                       help="remove the throttle of the running reassignment (verify also removes it at the end)")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
-    p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p)
     p.set_defaults(func=cmd_throttle)
 
     p = sub.add_parser("cancel", help="cancel a running reassignment (Kafka 2.4+, kafka-reassign-partitions --cancel)",
@@ -596,5 +594,5 @@ def register(sub) -> None:
     which.add_argument("--all", action="store_true", help="cancel every running reassignment")
     p.add_argument("--preserve-throttles", action="store_true", help="leave the throttles in place")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history")
-    p.add_argument("--store", metavar="FILE", help="action history (default: $KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p)
     p.set_defaults(func=cmd_cancel)

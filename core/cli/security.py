@@ -17,7 +17,7 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-from core.cli.common import UsageError
+from core.cli.common import add_store_option, UsageError
 from core.errors import ValidationError
 from core.security.model import DEFAULT, QUOTA_KEYS, QuotaEntity, ResourceType
 
@@ -274,7 +274,7 @@ def _write_options(p: argparse.ArgumentParser, risk: bool = False) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would be written; write nothing")
     p.add_argument("--cluster-name", dest="cluster", metavar="NAME",
                    help="cluster name for the action history (default: the connect string)")
-    p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p)
     if risk:
         p.add_argument("--accept-risk", action="store_true",
                        help="remove even the last ALLOW of a principal Keel (its --command-config user) or the "

@@ -30,12 +30,12 @@ def _config_pairs(items: list[str] | None) -> dict[str, str]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from core.cli.common import add_cluster_options
+    from core.cli.common import add_cluster_options, add_store_option
 
     add_cluster_options(p)
     p.add_argument("--dry-run", action="store_true", help="show what would be written; write nothing")
     p.add_argument("--cluster", metavar="NAME", help="cluster name for the action history (default: the connect string)")
-    p.add_argument("--store", metavar="FILE", help="action history database (default: $KEEL_STORE or .run/keel.sqlite)")
+    add_store_option(p)
 
 
 def _show_risks(risks, accepted: bool) -> None:

@@ -23,7 +23,7 @@ import fcntl
 import json
 import os
 import socket
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -175,11 +175,18 @@ def store_lock(store: str | Path, actor: str) -> Iterator[None]:
     """Hold the store's collection lock for a CLI collection (CollectionRunningError naming the holder when the
     dashboard's "Collect now" or another `fleet collect` holds it): two collections of one store never overlap."""
     holder = {"actor": actor, "started_at": _now(), "host": socket.gethostname(), "pid": os.getpid()}
-    fd = _take_lock(Path(store).expanduser(), holder)
+    root = Path(store).expanduser()
+    new = not root.exists()
+    fd = _take_lock(root, holder)
     try:
         yield
     finally:
         _drop_lock(fd)
+        # a collection that stored nothing (every cluster failed) leaves no store behind
+        with suppress(OSError):
+            if new and [p.name for p in root.iterdir()] == [LOCK_NAME]:
+                (root / LOCK_NAME).unlink()
+                root.rmdir()
 
 
 def start_collection(who: access.Identity, config: "KeelConfig", store: str | Path, *, audit: "Store",
