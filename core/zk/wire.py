@@ -5,8 +5,8 @@ second however many requests are in flight. Loading a 200,000-partition cluster 
 bulk reads (no watches) go through this small synchronous client instead: it writes a window of
 getData / getChildren requests in one `sendall` and parses the replies straight out of a receive
 buffer. It speaks only what reading needs: connect (chroot, digest auth, TLS), getData,
-getChildren, create (for bulk seeding), ping, close. Watches and all other writes stay with kazoo
-(core.zk.session).
+getChildren, multiRead (ZooKeeper 3.6+: a thousand getData in one request; read_parallel), create (for bulk
+seeding), ping, close. Watches and all other writes stay with kazoo (core.zk.session).
 """
 
 from __future__ import annotations
@@ -476,14 +476,18 @@ Chunk = list[tuple[str, bytes | None, int, int]]
 
 def read_parallel(primary: WireReader, paths: Sequence[str], consume: Callable[[int, Chunk], None], *,
                   sessions: int = PARALLEL_SESSIONS, window: int = 1000) -> None:
-    """Read `paths` over `primary` and up to sessions - 1 more sessions to the same server, each a contiguous
-    slice, pipelined. consume(offset, chunk) is called on the calling thread with each window's replies as they
-    arrive (slices interleave; `offset` is the chunk's first index in `paths`), so decoding overlaps the reads.
+    """Read `paths` (no watches) in bulk; consume(offset, chunk) is called on the calling thread with each batch of
+    (path, data or None, version, owner) as it arrives, `offset` being the chunk's first index in `paths`, so
+    decoding overlaps the reads.
 
-    The extra sessions connect to the server `primary` is on: that server's tree only moves forward, so they
-    see at least what `primary` sees (a sync on `primary` covers them). One that cannot connect (a server at
-    maxClientCnxns, say) is done without: its share goes to the others."""
+    ZooKeeper 3.6+: multiRead, a thousand reads per request, on `primary` alone. Older servers: `primary` and up to
+    sessions - 1 more sessions, each a contiguous slice, pipelined (slices interleave). The extra sessions connect
+    to the server `primary` is on: that server's tree only moves forward, so they see at least what `primary`
+    sees (a sync on `primary` covers them). One that cannot connect (a server at maxClientCnxns, say) is done
+    without: its share goes to the others."""
     paths = list(paths)
+    if not paths:
+        return
     if primary.multi_read():  # one session is plenty: ZooKeeper answers a thousand reads at once
         offset = 0
         for chunk in primary.multi_get_chunks(paths):
