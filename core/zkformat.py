@@ -15,6 +15,11 @@ from typing import Any, Iterable, Mapping, Sequence
 from core.errors import CorruptZnodeError
 from core.model import Broker, Controller, PartitionState, TopicPartitionReplicas
 
+try:  # ~3x faster on the small documents of a 200,000-partition read; json stays the judge of what is corrupt
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is pinned in requirements.txt; the standard decoder is exact too
+    _fast_loads = json.loads
+
 # --- paths ----------------------------------------------------------------------------------
 
 BROKER_IDS = "/brokers/ids"
@@ -106,7 +111,12 @@ def _int(obj: Mapping[str, Any], key: str, path: str, *, default: Any = ...) -> 
     return v
 
 
+_JUST_INT = frozenset((int,))  # {*map(type, xs)} <= _JUST_INT: every item an int (not a bool, not a subclass)
+
+
 def _int_list(v: Any, what: str, path: str) -> tuple[int, ...]:
+    if type(v) is list and {*map(type, v)} <= _JUST_INT:
+        return tuple(v)
     if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
         raise CorruptZnodeError(path, f"{what} must be a list of integers, got {v!r}")
     return tuple(v)
@@ -262,7 +272,7 @@ def _partition_map(raw: Any, what: str, path: str) -> dict[int, tuple[int, ...]]
         raise CorruptZnodeError(path, f"{what!r} must be an object")
     out = {}
     for k, v in raw.items():
-        if not re.fullmatch(r"\d+", k):
+        if not k.isdecimal():  # exactly re.fullmatch(r"\d+", k) (Unicode Nd), without the regex per partition
             raise CorruptZnodeError(path, f"partition id {k!r} in {what!r} is not a non-negative integer")
         out[int(k)] = _int_list(v, f"{what}[{k}]", path)
     return out
@@ -322,10 +332,10 @@ def decode_partition_state(data: bytes | None, path: str) -> PartitionState | No
     # Fast path for the well-formed payload (200,000 of these per large cluster); anything odd
     # falls through to the checked path below, which names the problem.
     try:
-        obj = json.loads(data)
+        obj = _fast_loads(data)
         leader, epoch, ctrl, isr = obj["leader"], obj["leader_epoch"], obj["controller_epoch"], obj["isr"]
         if (type(leader) is int and type(epoch) is int and type(ctrl) is int and type(isr) is list
-                and all(type(x) is int for x in isr) and "leader_recovery_state" not in obj):
+                and {*map(type, isr)} <= _JUST_INT and "leader_recovery_state" not in obj):
             return PartitionState(leader, epoch, ctrl, tuple(isr), None, obj.get("version", 1))
     except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError):
         pass
