@@ -42,6 +42,7 @@ from core.errors import (
     ZooKeeperUnreachableError,
 )
 from core.model import ClusterSnapshot, utc_now_iso
+from core.outline import Outline
 from core.cluster.derived_cache import Slot
 from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
@@ -97,6 +98,8 @@ class Connection:
         self.failure: KeelError | None = None  # why the last (re)connect attempt failed
         self.error_kind: ErrorKind | None = None
         self.progress: tuple[str, int, int] | None = None
+        self._loading: LiveCluster | None = None  # the first read in flight: its outline is what pages draw first
+        self.loading_since: float | None = None  # monotonic time the first read started (pages wait a moment)
         self.attempts = 0
         self.disconnected_at: str | None = None  # when the live session last left "connected"
         self.reconnecting = False
@@ -194,8 +197,10 @@ class Connection:
             with self._lock:
                 if not replacing and self.phase != Phase.CLOSED:
                     self.phase = Phase.LOADING
+                    self._loading, self.loading_since = live, time.monotonic()
             live.start(progress=None if replacing else self._on_progress)
         except Exception as e:  # everything becomes a message on the page
+            self._loading = None
             if live is not None:
                 live.stop()
             if session is not None:
@@ -232,6 +237,7 @@ class Connection:
                     live.record_resync(time.monotonic() - self._down_since,
                                        "reconnected to ZooKeeper with a new session")
                 self.phase, self.failure, self.error_kind = Phase.READY, None, None
+                self._loading = None
                 self.disconnected_at = None
                 self._down_since = None if session.connected else time.monotonic()
                 self.reconnecting = False
@@ -434,6 +440,15 @@ class Connection:
         live = self.live
         return None if live is None else live.snapshot()
 
+    def outline(self) -> Outline | None:
+        """While the first snapshot is read (no live view yet), what is known already: brokers, controller, topic
+        names, then partition counts, with the read's progress (core.outline). None once a snapshot exists, before
+        the topic names are read, and for a cluster read through its brokers (one Admin API round gives it all)."""
+        loading = self._loading
+        if loading is None or self.live is not None or self.phase != Phase.LOADING:
+            return None
+        return loading.outline(self.progress)
+
     def derived(self, name: str, snapshot: ClusterSnapshot, fn: Callable[[ClusterSnapshot], Any], *,
                 key: Any = None) -> Any:
         """fn(snapshot), computed once per snapshot object (i.e. once per change of the cluster) and `key`, for
@@ -463,8 +478,8 @@ class Connection:
     def view_stamp(self) -> Hashable:
         """What a drawn view of this connection depends on, cheaply: equal stamps mean nothing to redraw."""
         live = self.live
-        if live is None:
-            return (self.phase, self.error_kind, self.error, self.attempts)
+        if live is None:  # while the first read runs, its progress: the outline and its progress bar redraw
+            return (self.phase, self.error_kind, self.error, self.attempts, self.progress)
         return (id(live), live.generation, live.status, live.error, self.phase, self.error, self.reconnecting,
                 self.disconnected_at, self.resync_notice() is not None)
 
