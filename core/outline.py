@@ -45,16 +45,6 @@ class Outline:
     def partition_count(self) -> int | None:
         return None if self.partitions is None else sum(self.partitions.values())
 
-    @property
-    def states_read(self) -> tuple[int, int] | None:
-        """(states read, states to read) once the state read has started, else None."""
-        if self.progress is None or self.progress[0] not in ("states", "configs"):
-            return None
-        if self.progress[0] == "configs":
-            total = self.partition_count or 0
-            return total, total
-        return self.progress[1], self.progress[2]
-
     def fraction(self) -> float:
         """How far the whole read is, for a progress bar: the states are nearly all of it."""
         stage, done, total = self.progress or ("brokers", 0, 0)

@@ -2,8 +2,8 @@
 and the dashboard's side of the live connections: one `core.cluster.connection.Connection` per configured cluster, shared by
 every browser session through `st.cache_resource` (released with `st.cache_resource.clear()`, which stops the
 watcher thread and closes the session), and the banners drawn from its state: the wait for a first snapshot
-(bounded by the cluster's `connect_timeout`), failures, staleness while ZooKeeper is away, and the note after a
-reconnect re-read the cluster. The connection logic itself is engine code in core/cluster/connection.py.
+(bounded by the cluster's `connect_timeout`; a large cluster's outline is drawn meanwhile, issue 31), failures,
+staleness while ZooKeeper is away, and the note after a reconnect re-read the cluster. The connection logic itself is engine code in core/cluster/connection.py.
 
 Errors quote znode paths, hence topic names (data written by whoever can write to ZooKeeper): they go through
 dashboard.text.md_text before they meet markdown. Streamlit is only imported in dashboard/; `core` never imports it.
@@ -47,7 +47,6 @@ DRAWN = "keel_live_drawn"  # session_state: the connection's view_stamp() the li
 FULL_RERUN = "keel_live_full_rerun"  # session_state: the page stopped for want of a snapshot; one exists now
 WAITING = "keel_live_waiting"  # session_state: the last full run stopped because there was no snapshot yet
 TICKER_KEY = "keel-ticker"
-
 
 
 # --- st.cache_resource: one Connection per configured cluster, process-wide ---------------------

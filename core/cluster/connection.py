@@ -5,7 +5,9 @@ Engine code, no UI: the dashboard holds one per cluster in `st.cache_resource` a
 error and times; its writes go through `write_session()` (core.cluster.engines picks the engine by what it returns).
 
 * Connecting and the first full read run in a background thread (`ensure`); callers poll `phase` and
-  `progress`. The connect itself is bounded by the cluster's `connect_timeout`.
+  `progress`. The connect itself is bounded by the cluster's `connect_timeout`. While the first read runs,
+  `outline()` gives what it knows before the partition states (brokers, controller, topic names and partition
+  counts: core.outline), for pages that draw something within 2 s whatever the size (issue 31).
 * A failed first connect is retried when `ensure(retry_after=...)` is called again after that long.
 * When ZooKeeper goes away after the first snapshot, the last good snapshot stays available; kazoo gives a
   session up for good after a short outage, so a fresh session is opened in the background (every
