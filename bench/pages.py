@@ -14,8 +14,15 @@ timed on the demo.
 
     .venv/bin/python bench/pages.py [--rounds 4] [--large-partitions 100000] [--no-large] [--no-wide]
                                     [--zk HOST:PORT]
+    .venv/bin/python bench/pages.py --first-content [--first-partitions 200000] [--rounds 3]
 
 Targets (issues 16 and 24): under 1.5 s on the demo, under 3 s on either 100,000-partition cluster.
+
+`--first-content` (issue 31) measures a cluster Keel has not read yet: one cluster of 200,000 partitions, configured
+under `--rounds` names (each its own connection, so each opening is a first read), its Overview opened in a new
+browser session: the time to first content (the brokers table and the size metrics, drawn from the outline while the
+partition states are read; the sidebar must not say "Live" then) and the time to the full view. Target: first
+content under 2 s.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOPICS_PER_PARTITION = 19.2  # the seeder's catalogue gives about this many partitions per topic
 WIDE_PARTITIONS = 100  # partitions of every topic of the "wide" shape
 TARGET = {"demo": 1.5, "large": 3.0, "wide": 3.0}
+FIRST_CONTENT_TARGET = 2.0
 
 # page -> (path and query, JavaScript that is true once the page's own content is drawn)
 METRICS = "document.querySelectorAll('[data-testid=stMetric]')"
@@ -131,6 +139,76 @@ def page_url(base: str, name: str, path: str, fill: dict) -> str:
 # --- measurements ------------------------------------------------------------------------------------------
 
 
+# the Overview's first content: its brokers table (the outline's or the full one) and the size metrics
+FIRST_CONTENT = f"document.querySelector('table[aria-label^=\"Brokers of the cluster\"]') && {METRICS}.length >= 4"
+APP_DRAWN = "document.querySelector('[data-testid=stSidebar] h2')"  # "Keel": the router's first element
+SAYS_LIVE = ("[...document.querySelectorAll('[data-testid=stSidebar] [data-testid=stMarkdownContainer]')]"
+             ".some(e => /\\bLive\\b/.test(e.innerText))")
+
+
+def measure_first_content(base: str, names: list[str], width: int,
+                          height: int) -> list[tuple[float, float, bool, float]]:
+    """(seconds to first content, seconds to the full view, whether the first content claimed "Live", seconds until
+    the app drew its sidebar at all) per name, each a cluster Keel has not read yet, opened in a new browser."""
+    out = []
+    for name in names:
+        with browser(width, height) as driver:
+            started = time.perf_counter()
+            driver.get(page_url(base, name, "", {}))
+            wait_for(driver, APP_DRAWN, 600)
+            app = time.perf_counter() - started
+            wait_for(driver, FIRST_CONTENT, 600)
+            first = time.perf_counter() - started
+            live = bool(driver.execute_script(f"return !!({SAYS_LIVE})"))
+            full_js = PAGES["Overview"][1]
+            outline = not driver.execute_script(f"return !!({full_js})")
+            wait_for(driver, full_js, 600)
+            full = time.perf_counter() - started
+        out.append((first, full, live and outline, app))
+        print(f"  {name}: the app's sidebar {app:5.2f} s, first content {first:5.2f} s ({'outline' if outline else 'full view'}), "
+              f"full view {full:5.2f} s", file=sys.stderr, flush=True)
+    return out
+
+
+def first_content_main(args) -> None:
+    with contextlib.ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="keel-bench-first-")))
+        zk = args.zk or stack.enter_context(zkserver.start(zkserver.free_port(), work / "zk")).connect
+        topics = max(1, round(args.first_partitions / TOPICS_PER_PARTITION))
+        seeded, seconds = stack.enter_context(cluster(zk, "/keel-bench-first",
+                                                      SandboxSpec(brokers=30, racks=3, topics=topics, seed=11)))
+        print(f"first: {seeded.summary()} in {seconds:.1f} s", file=sys.stderr, flush=True)
+        names = [f"first{i}" for i in range(1, args.rounds + 1)]
+        config = work / "keel.toml"
+        config.write_text('[keel]\nrole = "viewer"\n\n' + "\n".join(
+            f'[clusters.{n}]\nzk = "{zk}/keel-bench-first"\n' for n in names)
+            + f'\n[clusters.warmup]\nzk = "{zk}/keel-bench-nothing"\n')  # no Kafka there: nothing to read
+        base = stack.enter_context(serve(config, work))
+        with browser(args.width, args.height) as driver:  # the app's own first run (imports), not a cluster's
+            timed_open(driver, f"{base}/history?cluster=warmup", PAGES["History"][1])
+        results = measure_first_content(base, names, args.width, args.height)
+        warm = []  # the same opening of a cluster already read: what Streamlit and the browser cost anyway
+        for _ in range(2):
+            with browser(args.width, args.height) as driver:
+                warm.append(timed_open(driver, page_url(base, names[0], "", {}), FIRST_CONTENT))
+    firsts, fulls = [r[0] for r in results], [r[1] for r in results]
+    print(f"\nA cluster of {seeded.summary()} not read yet, its Overview in a new headless Chromium session at "
+          f"{args.width} px ({len(results)} openings, load average {os.getloadavg()[0]:.1f}):\n")
+    print("| | median | worst |\n|---|---|---|")
+    print(f"| First content (brokers, controller, topic and partition counts, progress) | "
+          f"{statistics.median(firsts):.2f} s | {max(firsts):.2f} s |")
+    print(f"| Full view (every partition state read) | {statistics.median(fulls):.2f} s | {max(fulls):.2f} s |")
+    apps = [r[3] for r in results]
+    print(f"| The app's sidebar (the router's first element, before any cluster is asked) | "
+          f"{statistics.median(apps):.2f} s | {max(apps):.2f} s |")
+    print(f"| First content of the same cluster once read (the browser and Streamlit alone) | "
+          f"{statistics.median(warm):.2f} s | {max(warm):.2f} s |")
+    claimed = [n for n, r in zip(names, results) if r[2]]
+    print("\n" + ("first content under target" if max(firsts) <= FIRST_CONTENT_TARGET
+                  else f"first content over target ({FIRST_CONTENT_TARGET:g} s)")
+          + ("" if not claimed else f"; the outline claimed Live on {claimed}"))
+
+
 def measure_pages(driver, base: str, name: str, fill: dict, rounds: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for page, (path, js) in PAGES.items():
@@ -196,9 +274,15 @@ def main() -> None:
     ap.add_argument("--no-wide", action="store_true", help=f"no cluster of {WIDE_PARTITIONS}-partition topics")
     ap.add_argument("--width", type=int, default=1600)
     ap.add_argument("--height", type=int, default=1200)
+    ap.add_argument("--first-content", action="store_true",
+                    help="time to first content and to the full view of a cluster not read yet (issue 31)")
+    ap.add_argument("--first-partitions", type=int, default=200_000, help="size of the --first-content cluster")
     args = ap.parse_args()
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         raise SystemExit("needs Debian's chromium and chromium-driver (make deps)")
+    if args.first_content:
+        first_content_main(args)
+        return
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="keel-bench-pages-")))
         zk = args.zk

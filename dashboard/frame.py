@@ -2,8 +2,8 @@
 and the dashboard's side of the live connections: one `core.cluster.connection.Connection` per configured cluster, shared by
 every browser session through `st.cache_resource` (released with `st.cache_resource.clear()`, which stops the
 watcher thread and closes the session), and the banners drawn from its state: the wait for a first snapshot
-(bounded by the cluster's `connect_timeout`), failures, staleness while ZooKeeper is away, and the note after a
-reconnect re-read the cluster. The connection logic itself is engine code in core/cluster/connection.py.
+(bounded by the cluster's `connect_timeout`; a large cluster's outline is drawn meanwhile, issue 31), failures,
+staleness while ZooKeeper is away, and the note after a reconnect re-read the cluster. The connection logic itself is engine code in core/cluster/connection.py.
 
 Errors quote znode paths, hence topic names (data written by whoever can write to ZooKeeper): they go through
 dashboard.text.md_text before they meet markdown. Streamlit is only imported in dashboard/; `core` never imports it.
@@ -29,14 +29,17 @@ from streamlit.errors import StreamlitAPIException
 
 from core.policy.config import ClusterConfig, ConfigError, KeelConfig, load_config
 from core.model import ClusterSnapshot
+from core.outline import STAGES as _STAGES
+from core.outline import Outline
 from core.cluster.connection import RETRY_SECONDS, Connection, ErrorKind, Phase, hhmmss  # noqa: F401  (re-exported)
 from dashboard import broker_defaults
-from dashboard.text import md_text
+from dashboard.text import md, md_text
 
 log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 2.0  # how often a visible session asks whether its live fragments are out of date
 LOAD_WAIT_SECONDS = 60.0  # how long one script run waits for a first snapshot before rerunning
+OUTLINE = "keel_outline_drawn"  # session_state: this session drew an outline; a snapshot now redraws the page
 CLUSTER_KEY = "keel_cluster"  # session_state key of the sidebar cluster picker
 
 LIVE = "keel_live"  # session_state: the keys of the live fragments drawn in this run
@@ -44,9 +47,6 @@ DRAWN = "keel_live_drawn"  # session_state: the connection's view_stamp() the li
 FULL_RERUN = "keel_live_full_rerun"  # session_state: the page stopped for want of a snapshot; one exists now
 WAITING = "keel_live_waiting"  # session_state: the last full run stopped because there was no snapshot yet
 TICKER_KEY = "keel-ticker"
-
-_STAGES = {"brokers": "Reading brokers", "topics": "Reading topic assignments",
-           "states": "Reading partition states", "configs": "Reading configs"}
 
 
 # --- st.cache_resource: one Connection per configured cluster, process-wide ---------------------
@@ -111,16 +111,20 @@ def page_context() -> PageContext:
 
 
 def wait_for_first_snapshot(conn: Connection) -> None:
-    """While the first connect / load runs, show what it is doing; returns when it is over.
+    """While the first connect / load runs, show what it is doing; returns when it is over, or when an outline
+    of the cluster has been known for a moment (issue 31: a page draws what is known within 2 s, whatever the size).
 
     Bounded: the connect fails after `connect_timeout`; a load that takes longer than
     LOAD_WAIT_SECONDS reruns the script (which picks the wait up again with fresh progress).
+    A small cluster is read whole before its outline is due: its pages never show one.
     """
     if conn.phase not in (Phase.CONNECTING, Phase.LOADING):
         return
     box = st.empty()
     deadline = time.monotonic() + LOAD_WAIT_SECONDS
     while conn.phase in (Phase.CONNECTING, Phase.LOADING):
+        if outline_due(conn):
+            break
         with box.container():
             if conn.phase == Phase.CONNECTING:
                 st.info(f"Connecting to {reached_through(conn)} "
@@ -133,8 +137,18 @@ def wait_for_first_snapshot(conn: Connection) -> None:
         if time.monotonic() >= deadline:
             time.sleep(0.5)
             st.rerun()
-        time.sleep(0.2)
+        time.sleep(0.05)
     box.empty()
+
+
+def outline_due(conn: Connection) -> bool:
+    """Whether pages draw the outline now (core.outline.Outline.worth_drawing: a large cluster at once, a small one
+    only if its read is still running after a moment)."""
+    since = conn.loading_since
+    if conn.phase != Phase.LOADING or since is None:
+        return False
+    outline = conn.outline()
+    return outline is not None and outline.worth_drawing(time.monotonic() - since)
 
 
 def show_failure(conn: Connection) -> None:
@@ -194,11 +208,31 @@ def live_snapshot(conn: Connection, *, in_fragment: bool) -> ClusterSnapshot:
     fragment run only kicks off a retry every RETRY_SECONDS and triggers a full rerun once a
     snapshot exists.
     """
+    view = live_view(conn, in_fragment=in_fragment)
+    if isinstance(view, Outline):  # a page that cannot draw from an outline: the progress and what is known
+        outline_panel(conn)
+        if not in_fragment:
+            st.session_state[WAITING] = True  # the ticker reruns the whole page once a snapshot exists
+        st.stop()
+    return view
+
+
+def live_view(conn: Connection, *, in_fragment: bool) -> ClusterSnapshot | Outline:
+    """The snapshot to draw after the banners, or, while a large cluster's first read runs, its outline (issue 31:
+    brokers, controller, topic names and counts; no health). Stops the run (or the fragment) when there is neither.
+    A fragment that drew an outline reruns the whole page once the snapshot exists."""
     had_live = conn.live is not None
     conn.ensure(retry_after=RETRY_SECONDS)  # the router already retried at once on this full run
     if not in_fragment:
         wait_for_first_snapshot(conn)
     snap = conn.snapshot()
+    if snap is None and outline_due(conn):
+        outline = conn.outline()
+        if outline is not None:
+            st.session_state[OUTLINE] = True
+            return outline
+    if snap is not None and st.session_state.pop(OUTLINE, False) and in_fragment:
+        st.rerun()  # the page drew an outline: the whole of it draws the snapshot now
     if snap is None:
         if not in_fragment:
             st.session_state[WAITING] = True  # the ticker reruns the whole page once a snapshot exists
@@ -211,6 +245,38 @@ def live_snapshot(conn: Connection, *, in_fragment: bool) -> ClusterSnapshot:
         st.rerun()  # the first snapshot arrived while the page showed an error: draw the whole page
     show_staleness(conn)
     return snap
+
+
+def outline_panel(conn: Connection) -> None:
+    """A page that needs the partition states, while they are read: how far the read is and what is known."""
+    _outline_fragment(conn)
+
+
+@st.fragment(key="keel-outline")
+def _outline_fragment(conn: Connection) -> None:
+    live = st.session_state.setdefault(LIVE, [])
+    if "keel-outline" not in live:
+        live.append("keel-outline")
+    outline = conn.outline()
+    if outline is None:
+        if conn.snapshot() is not None:
+            st.rerun()  # the read is over: draw the page
+        return
+    reading_progress(outline)
+    brokers = ", ".join(str(b.id) for b in outline.brokers) or "none"
+    ctrl = outline.controller.broker_id if outline.controller and outline.controller.broker_id is not None else None
+    parts = outline.partition_count
+    st.caption(f"Known so far: {len(outline.brokers):,} registered broker(s) ({brokers}) · controller "
+               f"{'none' if ctrl is None or ctrl < 0 else f'broker {ctrl}'} · {len(outline.topics):,} topic(s)"
+               + (f" · {parts:,} partition(s)" if parts is not None else "")
+               + ". This page needs every partition's state; it draws once they are read.")
+
+
+def reading_progress(outline: Outline) -> None:
+    """The progress bar of a first read that is still running."""
+    st.progress(outline.fraction(), text=f"Reading **{md(outline.cluster)}** from ZooKeeper: "
+                                         f"{outline.progress_text()}. Partition health is not known until every "
+                                         "state is read.")
 
 
 def status_line(conn: Connection) -> tuple[str, str]:
@@ -230,6 +296,9 @@ def status_line(conn: Connection) -> tuple[str, str]:
         if live.status == "resyncing":
             return "orange", f"Reconnected · re-reading the cluster (stale since {hhmmss(conn.stale_since())})"
         return "orange", f"Stale since {hhmmss(conn.stale_since())} · {live.status}"
+    outline = conn.outline()
+    if outline is not None:  # not "Live": nothing of the partitions' health is known yet
+        return "gray", f"Reading the cluster · {outline.fraction():.0%} · {outline.progress_text()}"
     if conn.phase in (Phase.CONNECTING, Phase.LOADING, Phase.IDLE):
         return "gray", "Connecting…"
     return "red", {ErrorKind.NO_KAFKA: "No Kafka at this path",
@@ -321,8 +390,10 @@ def _on_tick(conn: Connection) -> None:
     drew them, else nothing but the ticker. Also what keeps a failed or lost connection retried while someone looks
     (Connection.ensure)."""
     conn.ensure(retry_after=RETRY_SECONDS)
-    if st.session_state.get(WAITING) and conn.snapshot() is not None:
+    if (st.session_state.get(WAITING) or st.session_state.get(OUTLINE)) and conn.snapshot() is not None:
+        # the page stopped for want of a snapshot, or drew an outline (issue 31): all of it draws the snapshot now
         st.session_state[WAITING] = False
+        st.session_state.pop(OUTLINE, None)
         st.session_state[FULL_RERUN] = True  # the ticker's own rerun turns it into a full one
         return
     stamp = view_stamp(conn)

@@ -5,7 +5,9 @@ Engine code, no UI: the dashboard holds one per cluster in `st.cache_resource` a
 error and times; its writes go through `write_session()` (core.cluster.engines picks the engine by what it returns).
 
 * Connecting and the first full read run in a background thread (`ensure`); callers poll `phase` and
-  `progress`. The connect itself is bounded by the cluster's `connect_timeout`.
+  `progress`. The connect itself is bounded by the cluster's `connect_timeout`. While the first read runs,
+  `outline()` gives what it knows before the partition states (brokers, controller, topic names and partition
+  counts: core.outline), for pages that draw something within 2 s whatever the size (issue 31).
 * A failed first connect is retried when `ensure(retry_after=...)` is called again after that long.
 * When ZooKeeper goes away after the first snapshot, the last good snapshot stays available; kazoo gives a
   session up for good after a short outage, so a fresh session is opened in the background (every
@@ -42,6 +44,7 @@ from core.errors import (
     ZooKeeperUnreachableError,
 )
 from core.model import ClusterSnapshot, utc_now_iso
+from core.outline import Outline
 from core.cluster.derived_cache import Slot
 from core.zk.session import ZkSession, ZkSettings
 from core.zk.watcher import LiveCluster
@@ -97,6 +100,8 @@ class Connection:
         self.failure: KeelError | None = None  # why the last (re)connect attempt failed
         self.error_kind: ErrorKind | None = None
         self.progress: tuple[str, int, int] | None = None
+        self._loading: LiveCluster | None = None  # the first read in flight: its outline is what pages draw first
+        self.loading_since: float | None = None  # monotonic time the first read started (pages wait a moment)
         self.attempts = 0
         self.disconnected_at: str | None = None  # when the live session last left "connected"
         self.reconnecting = False
@@ -194,8 +199,10 @@ class Connection:
             with self._lock:
                 if not replacing and self.phase != Phase.CLOSED:
                     self.phase = Phase.LOADING
+                    self._loading, self.loading_since = live, time.monotonic()
             live.start(progress=None if replacing else self._on_progress)
         except Exception as e:  # everything becomes a message on the page
+            self._loading = None
             if live is not None:
                 live.stop()
             if session is not None:
@@ -232,6 +239,7 @@ class Connection:
                     live.record_resync(time.monotonic() - self._down_since,
                                        "reconnected to ZooKeeper with a new session")
                 self.phase, self.failure, self.error_kind = Phase.READY, None, None
+                self._loading = None
                 self.disconnected_at = None
                 self._down_since = None if session.connected else time.monotonic()
                 self.reconnecting = False
@@ -434,6 +442,15 @@ class Connection:
         live = self.live
         return None if live is None else live.snapshot()
 
+    def outline(self) -> Outline | None:
+        """While the first snapshot is read (no live view yet), what is known already: brokers, controller, topic
+        names, then partition counts, with the read's progress (core.outline). None once a snapshot exists, before
+        the topic names are read, and for a cluster read through its brokers (one Admin API round gives it all)."""
+        loading = self._loading
+        if loading is None or self.live is not None or self.phase != Phase.LOADING:
+            return None
+        return loading.outline(self.progress)
+
     def derived(self, name: str, snapshot: ClusterSnapshot, fn: Callable[[ClusterSnapshot], Any], *,
                 key: Any = None) -> Any:
         """fn(snapshot), computed once per snapshot object (i.e. once per change of the cluster) and `key`, for
@@ -463,8 +480,8 @@ class Connection:
     def view_stamp(self) -> Hashable:
         """What a drawn view of this connection depends on, cheaply: equal stamps mean nothing to redraw."""
         live = self.live
-        if live is None:
-            return (self.phase, self.error_kind, self.error, self.attempts)
+        if live is None:  # while the first read runs, its progress: the outline and its progress bar redraw
+            return (self.phase, self.error_kind, self.error, self.attempts, self.progress)
         return (id(live), live.generation, live.status, live.error, self.phase, self.error, self.reconnecting,
                 self.disconnected_at, self.resync_notice() is not None)
 

@@ -19,6 +19,8 @@ from core.zk.wire import read_parallel
 
 # progress(stage, done, total): stage is "brokers", "topics", "states" or "configs".
 Progress = Callable[[str, int, int], None]
+# outline(topic_names, partitions per topic or None): see load_tree
+OutlineHook = Callable[[list[str], "dict[str, int] | None"], None]
 
 
 def _ids(names: list[str] | None) -> list[int]:
@@ -26,14 +28,19 @@ def _ids(names: list[str] | None) -> list[int]:
 
 
 def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = None,
-              progress: Progress | None = None, with_states: bool = True) -> ClusterTree:
+              progress: Progress | None = None, with_states: bool = True,
+              outline: OutlineHook | None = None) -> ClusterTree:
     """Fill `tree` from ZooKeeper. With `watch`, every znode read also gets a one-shot watch.
 
     `with_states=False` skips the partition states (the bulk of a large cluster): enough for
     validating writes, which depend on brokers, topics, configs and /admin nodes only.
 
     The tree records the stat version of every topic, state and config znode it holds: a write
-    computed from it checks those versions (see core.zk.topic_admin)."""
+    computed from it checks those versions (see core.zk.topic_admin).
+
+    `outline(topic_names, partition_counts)` is called once the brokers, controller and topic names are in the tree
+    (counts None), and again once the topic znodes are (counts per topic), before the states: what a page can draw
+    first (core.outline, issue 31)."""
     report = progress or (lambda stage, done, total: None)
 
     broker_names = session.children(zf.BROKER_IDS, watch=watch)
@@ -56,11 +63,7 @@ def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = 
     broker_nodes = list(session.get_many([zf.broker_path(b) for b in broker_ids], watch=watch))
     report("brokers", len(broker_ids), len(broker_ids))
 
-    report("topics", 0, len(topics))
-    topic_nodes = list(session.get_many([zf.topic_path(t) for t in topics], watch=watch,
-                                        progress=lambda n: report("topics", n, len(topics))))
-
-    with tree.lock:
+    with tree.lock:  # the outline's part first: a page can draw it while the rest is read
         tree.set_broker_ids(set(broker_ids))
         for b, node in zip(broker_ids, broker_nodes):
             tree.set_broker(b, node.data)
@@ -70,11 +73,24 @@ def load_tree(session: ZkSession, tree: ClusterTree, *, watch: WatchFn | None = 
         tree.set_reassignment(single[zf.REASSIGN].data)
         tree.set_election(single[zf.PREFERRED_ELECTION].data)
         tree.set_deletion(lists[zf.DELETE_TOPICS])
+    if outline is not None:
+        outline(topics, None)
+
+    report("topics", 0, len(topics))
+    topic_nodes = list(session.get_many([zf.topic_path(t) for t in topics], watch=watch,
+                                        progress=lambda n: report("topics", n, len(topics))))
+
+    counts: dict[str, int] = {}
+    with tree.lock:
         state_keys: list[tuple[str, int]] = []
         for t, node in zip(topics, topic_nodes):
             if node.data is None:  # deleted between the listing and the read
                 continue
-            state_keys.extend((t, p) for p in tree.set_topic(t, node.data, node.version))
+            pids = tree.set_topic(t, node.data, node.version)
+            counts[t] = len(pids)
+            state_keys.extend((t, p) for p in pids)
+    if outline is not None:
+        outline([t for t in topics if t in counts], counts)
 
     if not with_states:
         state_keys = []

@@ -22,7 +22,8 @@ from typing import Callable
 
 from core import zkformat as zf
 from core.errors import KeelError
-from core.model import ClusterSnapshot, utc_now_iso
+from core.model import ClusterSnapshot, Controller, utc_now_iso
+from core.outline import Outline
 from core.zk.reader import Progress, _ids, load_tree
 from core.zk.session import ZkSession
 from core.zk.tree import ClusterTree
@@ -60,13 +61,17 @@ class LiveCluster:
         self._changed = threading.Condition()
         self._lost = False
         self._thread: threading.Thread | None = None
+        # the first read's outline (issue 31): topic names and, once read, partitions per topic; None after it
+        self._outline: tuple[list[str], dict[str, int] | None] | None = None
         session.on_state_change(self._on_state)
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self, progress: Progress | None = None) -> "LiveCluster":
-        """Initial load (raises on failure), then watch in a background thread."""
-        load_tree(self.session, self.tree, watch=self._on_event, progress=progress)
+        """Initial load (raises on failure), then watch in a background thread. While it reads, `outline()`
+        says what is known already."""
+        load_tree(self.session, self.tree, watch=self._on_event, progress=progress, outline=self._set_outline)
+        self._outline = None
         with self._state_lock:
             if self._wanted > self._done:  # the connection dropped and came back during the load
                 self.status = "resyncing"
@@ -80,6 +85,23 @@ class LiveCluster:
         self._thread = threading.Thread(target=self._run, name=f"keel-watch-{self.cluster}", daemon=True)
         self._thread.start()
         return self
+
+    def _set_outline(self, topics: list[str], partitions: dict[str, int] | None) -> None:
+        self._outline = (topics, partitions)  # one assignment: readers see the old pair or the new one
+
+    def outline(self, progress: tuple[str, int, int] | None = None) -> Outline | None:
+        """What the first read has learnt so far (brokers, controller, topic names, partition counts), before the
+        states are read; None before the topic names are known and once the read is over."""
+        known = self._outline
+        if known is None:
+            return None
+        t = self.tree
+        with t.lock:
+            brokers = tuple(t.brokers[b] for b in sorted(t.brokers))
+            controller = None if t.controller_broker is None and t.controller_epoch is None else Controller(
+                t.controller_broker, t.controller_epoch, t.kraft_controller_epoch)
+        topics, partitions = known
+        return Outline(self.cluster, brokers, controller, tuple(topics), partitions, progress)
 
     def stop(self) -> None:
         self.status = "stopped"

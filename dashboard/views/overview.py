@@ -8,6 +8,8 @@ import streamlit as st
 
 from core import health
 from core.model import ClusterSnapshot
+from core.outline import Outline
+from dashboard import outline_view
 from dashboard import broker_defaults, charts, frame, ops_panels, ui
 from dashboard.text import md, md_cells
 
@@ -18,7 +20,7 @@ conn = ctx.conn
 st.title(f"{ctx.cluster.name}", anchor=False)
 if ctx.cluster.description:
     st.caption(ctx.cluster.description)
-snap0 = frame.live_snapshot(conn, in_fragment=False)
+frame.live_view(conn, in_fragment=False)  # an outline while a large cluster is read (issue 31)
 
 
 def broker_table(snap: ClusterSnapshot, summary: health.ClusterSummary) -> pd.DataFrame:
@@ -85,7 +87,10 @@ def _style_brokers(df: pd.DataFrame):
 
 @frame.live_fragment("live-overview")
 def live() -> None:
-    snap = frame.live_snapshot(conn, in_fragment=True)
+    snap = frame.live_view(conn, in_fragment=True)
+    if isinstance(snap, Outline):  # the states are still being read: what is known, no health
+        outline_view.overview(snap)
+        return
     summary: health.ClusterSummary = broker_defaults.summary(ctx, snap)
     ctrl = snap.controller
 

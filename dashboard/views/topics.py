@@ -20,6 +20,8 @@ from core.model import NO_LEADER, ClusterSnapshot, Topic
 from core.topics import AddPartitionsDraft, draft_add_partitions, draft_alter_config, draft_delete_topic
 from core.cluster import engines
 from core.topics.effective import TOPIC, effective_config
+from core.outline import Outline
+from dashboard import outline_view
 from dashboard import actions, broker_defaults, charts, frame, ops_panels, peek_panel, security_panels, topic_sizes, ui
 from dashboard.text import md, md_text
 
@@ -36,7 +38,7 @@ conn = ctx.conn
 cfg = ctx.config
 st.title("Topics", anchor=False)
 st.caption(f"Cluster **{ctx.cluster.name}**")
-frame.live_snapshot(conn, in_fragment=False)
+frame.live_view(conn, in_fragment=False)  # an outline while a large cluster is read (issue 31)
 
 
 def _ids(xs) -> str:
@@ -129,7 +131,10 @@ def _pick_topic(names: list[str]) -> None:
 
 @frame.live_fragment("live-topics")
 def live() -> None:
-    snap = frame.live_snapshot(conn, in_fragment=True)
+    snap = frame.live_view(conn, in_fragment=True)
+    if isinstance(snap, Outline):  # the states are still being read: what is known, no health
+        outline_view.topics(snap)
+        return
     bd = broker_defaults.defaults(ctx.cluster, snap)
     sized = topic_sizes.shown(conn, ctx.cluster, snap)  # issue 30: sizes, offsets, messages (read in the background)
     table = conn.derived("topics.table", snap, lambda s: topic_sizes.add_list_columns(
