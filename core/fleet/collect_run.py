@@ -85,7 +85,7 @@ def _now() -> str:
 
 @dataclass
 class CollectionRun:
-    """A started collection: the role was checked, the store's lock is held and the audit row begun. `execute`
+    """A started collection: the role was checked, the store's lock is held and the audit row begun. `read_all`
     runs it and releases the lock; `abandon` releases it without running (e.g. the thread could not start)."""
 
     store: Path
@@ -97,7 +97,7 @@ class CollectionRun:
     _audit: "Store" = field(repr=False)
     _lock_fd: int | None = field(default=None, repr=False)
 
-    def execute(self, *, progress: Callable[[CollectResult], None] | None = None,
+    def read_all(self, *, progress: Callable[[CollectResult], None] | None = None,
                 read_progress: Callable[[str, str, int, int], None] | None = None,
                 parallel: int | None = None) -> list[CollectResult]:
         """Collect every cluster into the store, each capture also kept in STORE/history/; one result per cluster

@@ -30,7 +30,7 @@ _STAGES = {"brokers": "brokers", "topics": "topic assignments", "states": "parti
 
 
 class CollectJob:
-    """One CollectionRun.execute in a daemon thread; `done` grows as clusters finish (read by any session)."""
+    """One CollectionRun.read_all in a daemon thread; `done` grows as clusters finish (read by any session)."""
 
     def __init__(self, run: CollectionRun):
         self.id = uuid.uuid4().hex[:12]
@@ -55,7 +55,7 @@ class CollectJob:
 
     def _run(self) -> None:
         try:
-            self.run.execute(progress=self._finished_one, read_progress=self._read)
+            self.run.read_all(progress=self._finished_one, read_progress=self._read)
         except BaseException as e:  # shown on the page; the run finished its audit row and released the store
             self.error = e
         finally:

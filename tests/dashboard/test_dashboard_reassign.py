@@ -588,6 +588,11 @@ def _large_plan_page(zk_connect, tmp_path, monkeypatch, topics: int) -> None:
     at = app().run()
     ok(at)
     at.switch_page(PAGE).run(timeout=180)
+    deadline = time.monotonic() + 180
+    while not any(s.key == "strategy" for s in at.selectbox):  # 50,000 partitions: the outline first (issue 31)
+        assert time.monotonic() < deadline, "the Reassign page never left the outline"
+        time.sleep(0.5)
+        at.run(timeout=180)
     ok(at)
     at.selectbox(key="strategy").select("kafka-generate")  # re-places every partition
     started = time.monotonic()

@@ -154,7 +154,7 @@ def test_rollback_help_describes_every_option(capsys):
                    "(default: the rate the reassignment ran with, from the action history; none if it ran "
                    "unthrottled)", "--no-throttle run the rollback unthrottled",
                    "--cluster NAME cluster name the rollback is recorded under",
-                   "--store FILE the action history holding the reassignment"):
+                   "--store FILE|URL the action history holding the reassignment"):
         assert needle in text, needle
 
 

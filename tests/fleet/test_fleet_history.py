@@ -136,14 +136,14 @@ def test_operator_collects_every_cluster_with_history_and_one_audit_row(two_clus
     row = audit.action(run.action_id)
     assert row.status == "pending" and row.kind == collect_run.KIND and row.cluster == NO_CLUSTER
     assert row.actor == "alice" and row.payload["clusters"] == ["k0", "k1"]
-    results = run.execute(progress=seen.append)
+    results = run.read_all(progress=seen.append)
     assert [r.cluster for r in results] == ["k0", "k1"] and all(r.ok for r in results)
     assert sorted(r.cluster for r in seen) == ["k0", "k1"]
     row = audit.action(row.id)
     assert row.status == "applied" and row.result == "2 clusters: 2 collected"
     assert not audit.pending("k0") and not audit.pending(NO_CLUSTER)
     time.sleep(1.1)  # a snapshot's captured_at has whole seconds: a capture of the same second replaces its file
-    start_collection(local(), two_clusters(), store, audit=audit).execute()  # the lock was released
+    start_collection(local(), two_clusters(), store, audit=audit).read_all()  # the lock was released
     assert load_history(store).scores.groupby("cluster").size().to_dict() == {"k0": 2, "k1": 2}
     assert read_store(store)[1].groupby("cluster", observed=True).size().to_dict() == {"k0": 3, "k1": 4}
 
@@ -208,4 +208,4 @@ def test_the_lock_is_held_across_processes_and_freed_when_its_holder_dies(two_cl
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     run = start_collection(local(), two_clusters(), store, audit=Store(tmp_path / "audit.sqlite"))
-    assert [r.ok for r in run.execute()] == [True, True]
+    assert [r.ok for r in run.read_all()] == [True, True]
