@@ -51,7 +51,10 @@ def test_planted_problems_fail_their_checks_and_clear(healthy: RealKafka):
     for _ in range(3):
         moving = f"mr-{uuid.uuid4().hex[:6]}"
         create_topic(kafka, moving, {0: [a]})
-        produce(kafka, moving, {0: 3_000_000})
+        # whatever the throttle, Kafka lets a 1 MB fetch through whenever its 11 s quota window has room (3 MB was
+        # copied within ~30 s at 10 kB/s, while the readiness command ran under load: CI, once): 24 MB keeps the
+        # copy going for minutes, and the cleanup removes the throttle so that it then ends in seconds
+        produce(kafka, moving, {0: 24_000_000})
         plan = parse_reassignment(json.dumps({"version": 1, "partitions": [
             {"topic": moving, "partition": 0, "replicas": [c]}]}))
         reassign_writes.execute(kafka.zk, store, plan, cluster="mig", throttle=10_000, actor="keel-tests")
