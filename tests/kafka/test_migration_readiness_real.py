@@ -8,13 +8,14 @@ migrates)."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 from core import zkformat as zf
 from core.audit.store import Store
 from core.kafka.admin import KafkaAdmin
 from core.kafka.migration_facts import broker_facts
-from core.plans import parse_reassignment
+from core.plans import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED, parse_reassignment, throttles_for
 from core.zk import reassign_writes
 from tests.kafka.realkafka import (RealKafka, create_topic, eventually, produce, running_reassignments,
                                    throttles_seen_by_kafka)
@@ -44,36 +45,75 @@ def test_broker_facts_of_a_real_cluster(healthy: RealKafka):
     assert clash["verdict"] == "fail" and f"Controller id(s) {ids[0]} are broker ids" in clash["detail"]
 
 
+def throttle_before_it_starts(kafka: RealKafka, plan, rate: int) -> None:
+    """Write the throttles `execute` writes (Kafka's calculate*Throttles) before the reassignment starts, and wait
+    until the brokers have applied them. Written in one multi-op, the topic's throttled replicas before the brokers'
+    rates: each broker applies the config-change notifications in order, so a broker that reports `rate` has applied
+    the topic's list too. Written by `execute` alone, the controller starts the copy before the brokers apply the
+    throttle, and a copy that ran ahead ended during the readiness command (CI, stops 32 and 33); a stale rate another
+    test left on the brokers let the earlier wait (any throttle shown) pass at once."""
+    snap, tree = reassign_writes._live(kafka.zk)
+    throttles = throttles_for(plan, snap, rate)
+    ops = []
+    for topic in sorted(set(throttles.leader) | set(throttles.follower)):
+        ops += reassign_writes._config_ops(tree, zf.topic_config_path(topic), f"topics/{topic}",
+                                           {LEADER_THROTTLED: throttles.leader.get(topic),
+                                            FOLLOWER_THROTTLED: throttles.follower.get(topic)})
+    for b in throttles.brokers:
+        ops += reassign_writes._config_ops(tree, zf.broker_config_path(b), f"brokers/{b}",
+                                           {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)})
+    reassign_writes._multi(kafka.zk, ops)
+
+    def applied() -> None:
+        seen = throttles_seen_by_kafka(kafka, [])
+        for b in throttles.brokers:
+            assert seen.get(f"broker {b}", {}).get(FOLLOWER_RATE) == str(rate), seen
+    eventually(applied, timeout=30)
+
+
+def still_running(kafka: RealKafka, topic: str, timeout: float = 30) -> bool:
+    """Once the controller has taken up the reassignment just written: True while Kafka lists it as running, False
+    once it has ended (/admin/reassign_partitions gone). Right after the write, the controller may not list it yet."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if running_reassignments(kafka, topic):
+            return True
+        kafka.zk.sync()
+        if not kafka.zk.get(zf.REASSIGN).exists:
+            return False
+        time.sleep(0.2)
+    raise AssertionError(f"the controller neither listed nor finished the reassignment of {topic} in {timeout:g} s")
+
+
 def test_planted_problems_fail_their_checks_and_clear(healthy: RealKafka):
     kafka = healthy
     a, _, c = sorted(kafka.cluster.broker_ids)
     store = Store(kafka.store)
-    for _ in range(3):
+    for attempt in range(3):
         moving = f"mr-{uuid.uuid4().hex[:6]}"
         create_topic(kafka, moving, {0: [a]})
-        # whatever the throttle, Kafka lets a 1 MB fetch through whenever its 11 s quota window has room (3 MB was
-        # copied within ~30 s at 10 kB/s, while the readiness command ran under load: CI, once): 24 MB keeps the
-        # copy going for minutes, and the cleanup removes the throttle so that it then ends in seconds
+        # whatever the throttle, Kafka lets a 1 MB fetch through whenever its 11 s quota window has room: 24 MB keeps
+        # the copy going for minutes, and the cleanup removes the throttle so that it then ends in seconds
         produce(kafka, moving, {0: 24_000_000})
         plan = parse_reassignment(json.dumps({"version": 1, "partitions": [
             {"topic": moving, "partition": 0, "replicas": [c]}]}))
-        reassign_writes.execute(kafka.zk, store, plan, cluster="mig", throttle=10_000, actor="keel-tests")
-        # the brokers apply the throttle when their config-change notification arrives: a copy that starts before
-        # runs unthrottled and ends in a moment (CI, once), and then there is no reassignment to plant a deletion on
-        eventually(lambda: len(throttles_seen_by_kafka(kafka, [moving])) >= 3, timeout=20)
-        if running_reassignments(kafka, moving):
+        rate = 10_000 + attempt  # a rate no earlier test left on a broker: seeing it proves this write was applied
+        throttle_before_it_starts(kafka, plan, rate)
+        reassign_writes.execute(kafka.zk, store, plan, cluster="mig", throttle=rate, actor="keel-tests")
+        if still_running(kafka, moving):
             break
         reassign_writes.remove_throttles(kafka.zk, [moving], *reassign_writes._live(kafka.zk))
         kafka.admin.delete_topics([moving])
     else:
-        raise AssertionError("three throttled reassignments ended before their throttle applied")
+        raise AssertionError("three throttled reassignments of 24 MB ended at once")
     try:
         # the deletion of a topic being reassigned waits for the reassignment (TopicDeletionManager: ineligible)
         kafka.zk.create(f"{zf.DELETE_TOPICS}/{moving}")
         kafka.zk.create(zf.MIGRATION, b'{"version":0,"kraft_controller_id":3000}')  # malformed (KAFKA-19480)
         r = readiness(kafka)
         assert r["reassignment"]["verdict"] == "fail" and f"{moving}-0" in r["reassignment"]["detail"]
-        assert r["deletion"]["verdict"] == "fail" and moving in r["deletion"]["detail"]
+        assert r["deletion"]["verdict"] == "fail" and moving in r["deletion"]["detail"], \
+            (r["deletion"], r["reassignment"], running_reassignments(kafka, moving))
         assert r["migration-node"]["verdict"] == "fail" and "KAFKA-19480" in r["migration-node"]["detail"]
         assert r["_doc"]["migration_znode_error"]
     finally:
