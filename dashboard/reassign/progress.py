@@ -208,6 +208,7 @@ def section(ctx: frame.PageContext) -> None:
     if error:
         st.caption(f":material/warning: The log sizes could not be read just now: {md_text(error)}")
     if p is None or not p.partitions:
+        actions.show(THROTTLE_RESULT, scope="reassign-throttle")  # a click's outcome stays when the run has ended
         return
     d = p.to_dict()  # what `status --json` prints: the page draws the same numbers
     with st.container(border=True, key="ra_bytes"):
@@ -233,4 +234,6 @@ def section(ctx: frame.PageContext) -> None:
         st.dataframe(partition_table(d), hide_index=True, key="ra_bytes_partitions")
         if p.running:
             _throttle_form(ctx, _current_rate(ctx, p))
+        else:  # the copy ended as the throttle was changed: say what the click did all the same
+            actions.show(THROTTLE_RESULT, scope="reassign-throttle")
         _auto_throttle(ctx, bool(p.running))

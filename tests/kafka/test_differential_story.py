@@ -98,8 +98,15 @@ def _story(side: Side, tmp_path: Path) -> dict:
     side.ok("create-topic", "--topic", topic, "--replica-assignment", "1:2,2:3,3:1", "--config", "retention.ms=3600000")
     shown["created"] = _settled(side, topic, _full_isr)
 
-    side.ok("add-partitions", "--topic", topic, "--partitions", "4", "--replica-assignment",
-            "1:2,2:3,3:1,1:3")  # as kafka-topics takes it: every partition, the existing ones first
+    def add_partitions() -> None:  # as kafka-topics takes it: every partition, the existing ones first
+        code, out, err = side.keel("add-partitions", "--topic", topic, "--partitions", "4", "--replica-assignment",
+                                   "1:2,2:3,3:1,1:3")
+        # KRaft: the broker answering Keel may not have applied the new topic's record yet (each broker applies the
+        # metadata log on its own; kafka-topics --alter meets the same): that refusal is asked again, nothing else
+        assert code == 0 or "does not exist as expected" not in err, f"{side.name}: {err}"
+        if code != 0:
+            raise RuntimeError(f"{side.name}: add-partitions failed ({code}): {out}{err}")
+    eventually(add_partitions, timeout=30, interval=1.0)
     shown["grown"] = _settled(side, topic, lambda v: _full_isr(v) and len(v["partitions"]) == 4)
 
     side.ok("alter-config", "--topic", topic, "--add-config", "cleanup.policy=compact", "--delete-config",
@@ -110,9 +117,11 @@ def _story(side: Side, tmp_path: Path) -> dict:
     # but leading nothing until an election
     assert side.cluster.kill_broker(1), f"{side.name}: broker 1 was not running"
     # 120 s: a KRaft controller fences a broker after its session times out (9 s); with the machine at a load of 15
-    # (CI beside other work), the leadership had still not moved after 60 s once
+    # (CI beside other work), the leadership had still not moved after 60 s once. A new leader from the ISR, not just
+    # "not 1": when broker 1 was ZooKeeper mode's controller, the next controller takes 1 out of the ISR (leader -1)
+    # some 100 ms before it elects the new leader, and a read in between once saw that (CI, Kafka 3.9.1)
     shown["broker 1 down"] = _settled(side, topic, lambda v: all(
-        1 not in p["isr"] and p["leader"] != 1 for p in v["partitions"].values()), timeout=120)
+        1 not in p["isr"] and p["leader"] in p["isr"] for p in v["partitions"].values()), timeout=120)
     side.cluster.start_broker(1)
     shown["broker 1 back"] = _settled(side, topic, _full_isr)
     def elect() -> None:

@@ -57,7 +57,9 @@ def _table(at, column: str):
 def test_the_page_and_the_cli_show_the_same_numbers_then_the_page_raises_the_throttle(page_env: RealKafka, tmp_path,
                                                                                       monkeypatch):
     kafka = page_env
-    topic, plan = _moving(kafka, tmp_path, "pagebytes", rate=200_000)
+    # 8 MB a partition: about a minute at 200 kB/s, so that the copy still runs when the page's click arrives
+    # (4 MB had ended once under CI's load, and the page, with no copy left, no longer drew the throttle's outcome)
+    topic, plan = _moving(kafka, tmp_path, "pagebytes", rate=200_000, size=8_000_000)
     held = tmp_path / "samples.json"
     out = kafka.keel_ok("status", "--zk", kafka.zk_connect, "--bootstrap-server", kafka.bootstrap, "--json",
                         "--samples", str(held), "--cluster", CLUSTER)
