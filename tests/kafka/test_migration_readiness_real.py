@@ -85,6 +85,11 @@ def still_running(kafka: RealKafka, topic: str, timeout: float = 30) -> bool:
     raise AssertionError(f"the controller neither listed nor finished the reassignment of {topic} in {timeout:g} s")
 
 
+def queued(kafka: RealKafka, topic: str) -> bool:
+    kafka.zk.sync()
+    return kafka.zk.get(f"{zf.DELETE_TOPICS}/{topic}").exists
+
+
 def test_planted_problems_fail_their_checks_and_clear(healthy: RealKafka):
     kafka = healthy
     a, _, c = sorted(kafka.cluster.broker_ids)
@@ -110,10 +115,18 @@ def test_planted_problems_fail_their_checks_and_clear(healthy: RealKafka):
         # the deletion of a topic being reassigned waits for the reassignment (TopicDeletionManager: ineligible)
         kafka.zk.create(f"{zf.DELETE_TOPICS}/{moving}")
         kafka.zk.create(zf.MIGRATION, b'{"version":0,"kraft_controller_id":3000}')  # malformed (KAFKA-19480)
+        queued_before = queued(kafka, moving)
         r = readiness(kafka)
+        queued_after = queued(kafka, moving)
         assert r["reassignment"]["verdict"] == "fail" and f"{moving}-0" in r["reassignment"]["detail"]
-        assert r["deletion"]["verdict"] == "fail" and moving in r["deletion"]["detail"], \
-            (r["deletion"], r["reassignment"], running_reassignments(kafka, moving))
+        # Kafka's controller sometimes carried the deletion out within seconds all the same (CI and here, 3 of 5
+        # runs: the topic was gone 4 s after it was created, the reassignment's entry left stale), so the verdict is
+        # held to what ZooKeeper showed around the read; tests/zk/test_migration_phases_cli.py plants a deletion no
+        # controller removes
+        if queued_before and queued_after:
+            assert r["deletion"]["verdict"] == "fail" and moving in r["deletion"]["detail"], r["deletion"]
+        elif not queued_before and not queued_after:
+            assert r["deletion"]["verdict"] == "ok", r["deletion"]
         assert r["migration-node"]["verdict"] == "fail" and "KAFKA-19480" in r["migration-node"]["detail"]
         assert r["_doc"]["migration_znode_error"]
     finally:
