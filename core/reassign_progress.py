@@ -85,6 +85,11 @@ def running_of(snapshot: ClusterSnapshot) -> tuple[Moving, ...]:
         adding = p.adding_replicas
         if not adding and not p.removing_replicas and key in targets:
             adding = tuple(b for b in targets[key] if b not in p.isr)
+            if not adding:
+                # every target replica in sync: copied. Kafka 2.4+ clears the topic node's adding replicas a moment
+                # before it takes the partition out of /admin/reassign_partitions; listed as running with nothing
+                # to add, the partition's bytes left the totals (progress went back) until the node caught up
+                continue
         # a broker's metadata may lag the controller's list: the adding replicas belong to the replicas anyway
         replicas = tuple(dict.fromkeys((*p.replicas, *adding)))
         out.append(Moving(p.topic, p.partition, replicas, tuple(adding), tuple(p.removing_replicas),

@@ -341,7 +341,8 @@ class Migration:
         self.brokers.start_broker(bid, timeout=_left(deadline))  # registered, listening, a controller exists
         self._wait_in_sync(deadline)
 
-    def _wait(self, deadline: float, what: str, done: Callable[[], bool], log: Callable[[], Path]) -> None:
+    def _wait(self, deadline: float, what: str, done: Callable[[], bool], log: Callable[[], Path],
+              detail: Callable[[], str] | None = None) -> None:
         while True:
             try:
                 if done():
@@ -350,8 +351,8 @@ class Migration:
                 pass  # a broker or ZooKeeper not answering yet: ask again
             if time.monotonic() >= deadline:
                 path = log()
-                raise KafkaRunError(f"timed out waiting for {what}.\n--- last lines of {path} ---\n"
-                                    f"{log_tail(path, 40)}")
+                raise KafkaRunError(f"timed out waiting for {what}.\n{detail() if detail else ''}"
+                                    f"--- last lines of {path} ---\n{log_tail(path, 40)}")
             time.sleep(0.5)
 
     def _alive(self, bid: int) -> bool:
@@ -374,17 +375,36 @@ class Migration:
 
     def _wait_in_sync(self, deadline: float) -> None:
         """Until every partition has a leader and ISR == replicas, as the running brokers describe it."""
+        lagging: list[str] = []
+
         def in_sync() -> bool:
             up = [b.endpoint for b in self.cluster.brokers if self.cluster._is_our_broker(b) and _port_open(b.port)]
             if not up:
                 return False
             with self._admin(up) as admin:
                 topics = admin.topic_partitions(admin.topic_names())
-            return all(p["leader_id"] >= 0 and set(p["isr_nodes"]) == set(p["replica_nodes"])
-                       for t in topics for p in t["partitions"])
+            lagging[:] = [f"{t['name']}-{p['partition_index']}: leader {p['leader_id']} isr {sorted(p['isr_nodes'])} "
+                          f"replicas {sorted(p['replica_nodes'])}" for t in topics for p in t["partitions"]
+                          if p["leader_id"] < 0 or set(p["isr_nodes"]) != set(p["replica_nodes"])]
+            return not lagging
 
         self._wait(deadline, "every partition to have its full ISR", in_sync,
-                   lambda: self.cluster.server_log(self.cluster.broker_ids[0]))
+                   lambda: self.cluster.server_log(self.cluster.broker_ids[0]),
+                   lambda: self._diagnosis(lagging))
+
+    def _diagnosis(self, lagging: list[str]) -> str:
+        """What a stuck wait leaves to go on (a revert stuck once in ~10 suite runs, its logs gone with the run): the
+        partitions still short of their ISR at the last read, and every broker's recent warnings and errors."""
+        out = ["--- partitions short of their ISR at the last read ---", *(lagging or ["(none read)"])]
+        for bid in self.cluster.broker_ids:
+            for path in (self.cluster.server_log(bid), self.cluster.logs_dir(bid) / "controller.log"):
+                try:
+                    lines = path.read_text("utf-8", "replace").splitlines()
+                except OSError:
+                    continue
+                worst = [line for line in lines if " WARN " in line or " ERROR " in line][-15:]
+                out += [f"--- broker {bid}: last warnings and errors of {path.name} ---", *(worst or ["(none)"])]
+        return "\n".join(out) + "\n"
 
     def _znode(self, path: str) -> bool:
         with self.cluster._zk() as session:

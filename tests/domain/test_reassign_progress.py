@@ -168,6 +168,21 @@ def test_running_of_a_snapshot_and_the_kafka_2_3_fallback():
     assert got[1].adding == (4,)
 
 
+def test_a_partition_copied_but_still_in_the_admin_node_counts_as_finished():
+    """Kafka 2.4+ clears the topic node's adding replicas before it takes the partition out of
+    /admin/reassign_partitions: the partition is copied, not running with nothing to add (the totals shrank)."""
+    done = Partition("t", 0, (3, 2), leader=2, isr=(2, 3))
+    moving = Partition("t", 1, (3, 4, 2, 1), leader=2, isr=(2, 1), adding_replicas=(3, 4), removing_replicas=(2, 1))
+    snap = ClusterSnapshot(cluster="c", captured_at="", source="", brokers=(), topics=(Topic("t", (done, moving)),),
+                           in_progress=InProgress(reassignment=(TopicPartitionReplicas("t", 0, (3, 2)),
+                                                                TopicPartitionReplicas("t", 1, (3, 4)))))
+    assert [m.key for m in running_of(snap)] == [("t", 1)]
+    samples = run([(0.0, sizes(1000, 600, 2000, 500, 500)),
+                   (5.0, sizes(1000, 1000, 2000, 900, 900), running_of(snap))])
+    p = progress(samples)
+    assert (p.total, p.copied, p.running) == (5000, 2800, 1), "t-0 counted whole, not dropped from the totals"
+
+
 def test_throttles_of_a_running_reassignment_are_kafkas():
     t = throttles_of((T0, T1), 5000)
     assert t.brokers == (1, 2, 3, 4) == reassigning_brokers((T0, T1))

@@ -236,18 +236,20 @@ def test_wrong_settings_fail_fast_with_the_cause(secured, case, expect):
         "wrong key password": (secured.ssl, _ssl(secured, key_password="wrong-Secret-4")),
     }[case]
     started = time.monotonic()
-    # 30 s: on a loaded machine (the suite on three workers beside the KRaft and migration clusters) a broker's SASL
-    # refusal took longer than 5 s, then 10 s, then 20 s to come back, and Keel could then only report the timeout
-    # it saw. A refusal ends the wait (Kafka's clients treat it as final): it costs nothing when the broker is quick
+    # A refusal ends the wait (Kafka's clients treat it as final), so a long timeout costs nothing when the broker is
+    # quick, and the claim is that the command ends well before the timeout it was given. On a loaded machine (the
+    # suite on three workers beside the KRaft and migration clusters) the command took 5, 10, 20 and once 25 s to
+    # report a SASL refusal: hence 60 s given and 45 s allowed.
     silent = case == "PLAINTEXT client on the SASL listener"  # the one that never hears an answer: waits it all
-    code, out, err = secured.log_dirs(bootstrap, secured.properties(case.replace(" ", "-"), **props),
-                                      timeout=10 if silent else 30)
+    given = 10 if silent else 60
+    code, out, err = secured.log_dirs(bootstrap, secured.properties(case.replace(" ", "-"), **props), timeout=given)
     took = time.monotonic() - started
     assert code != 0 and "Traceback" not in err
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(lines) == 1, err
     assert re.search(expect, lines[0]), lines[0]
-    assert took < (20 if silent else 25), f"{case}: {took:.1f} s: the refusal did not end the wait"
+    assert took < (20 if silent else given * 0.75), \
+        f"{case}: {took:.1f} s of the {given} s given: the refusal did not end the wait"
     _no_secret(out, err)
     print(f"\n{case}: {lines[0]} ({took:.1f} s)", file=sys.stderr)
 

@@ -104,10 +104,14 @@ def test_a_reassignment_of_known_size_is_followed_in_bytes_to_100_percent(health
     assert steady, "no sample in the steady part"
     rates = [p.rate for p in steady]
     assert RATE * 0.6 <= sum(rates) / len(rates) <= RATE * 1.5, rates
-    # an ETA after the first third, within 30 % of what was left
+    # an ETA after the first third, within 30 % of what was left, give or take one burst: Kafka's replication quota
+    # lets fetches through until its 1 s windows are over the rate, then lets nothing through until they are under
+    # it again, so a copy this small arrives in a few large steps (1.6 MB every 3-5 s on a quiet machine, once 4 MB
+    # after a 7 s stall) and its end is known only to within the time one step takes at the throttle
     third = next(p for p in series if p.fraction >= 1 / 3 and p.eta is not None and p.window >= 6)
     actual = end - third.at
-    assert abs(third.eta - actual) <= 0.3 * actual + 1.0, (third.eta, actual, third.fraction)
+    burst = max(b - a for a, b in zip(copied, copied[1:])) / RATE
+    assert abs(third.eta - actual) <= 0.3 * actual + 1.0 + burst, (third.eta, actual, third.fraction, burst)
 
 
 def test_raising_the_throttle_mid_run_raises_the_copy_rate_and_is_recorded(healthy: RealKafka, tmp_path):
