@@ -189,7 +189,10 @@ def check_reassignments(f: ReadinessFacts) -> Check:
                      "Let it finish (python -m core verify) or cancel it (python -m core cancel), and remove its "
                      "throttles, before starting"
                      + ("; a stale entry of a deleted topic goes with `rmr /admin/reassign_partitions` once nothing "
-                        "else is listed in it." if any("stale" in r for r in f.reassigning) else "."))
+                        "else is listed in it, then move the controller (`rmr /controller`: another broker takes "
+                        "over at once). Kafka's ZooKeeper-mode controller watches that node again only after "
+                        "deleting it itself, so a reassignment written after a hand deletion is ignored until the "
+                        "controller changes." if any("stale" in r for r in f.reassigning) else "."))
     return Check("reassignment", title, OK, "No /admin/reassign_partitions, no adding or removing replicas.")
 
 

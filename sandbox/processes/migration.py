@@ -28,6 +28,7 @@ KraftCluster layout), bind 127.0.0.1 on free ports, and are stopped by PID like 
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,9 @@ WAITING_FOR_BROKERS = "to WAIT_FOR_BROKERS state"
 METADATA_MIGRATED = "Completed migration of metadata from ZooKeeper to KRaft"
 DUAL_WRITE = "to DUAL_WRITE state"
 FINALIZED = "Completing the ZK migration since this controller was configured with"
+ISR_STUCK = 60.0  # s after a broker's restart in ZooKeeper mode before the harness moves a controller stuck on it
+# controller.log lines (INFO) that say why a replica stays out of an ISR: shown with a stuck wait's warnings
+DECISIONS = ("Rejecting AlterPartition", "Shutting down broker", "bounced brokers", "Newly added brokers")
 
 # Broker stages: plain ZooKeeper mode, ZooKeeper mode with the migration settings, KRaft broker.
 ZK, MIGRATING, KRAFT = "zookeeper", "zookeeper+migration", "kraft"
@@ -171,6 +175,7 @@ class Migration:
                                         cluster.heap, cluster.overrides, cluster.detach,
                                         stages={b: ZK for b in cluster.broker_ids}, quorum_voters=voters(nodes))
         self.timings: dict[str, float] = {}
+        self.interventions: list[str] = []  # what the harness did beyond the documented steps, and why
 
     # --- the forward steps ------------------------------------------------------------------------------
 
@@ -339,7 +344,31 @@ class Migration:
         self.cluster.stop_broker(bid)
         self.brokers.stages[bid] = stage
         self.brokers.start_broker(bid, timeout=_left(deadline))  # registered, listening, a controller exists
-        self._wait_in_sync(deadline)
+        try:
+            self._wait_in_sync(min(deadline, time.monotonic() + ISR_STUCK))
+        except KafkaRunError as stuck:
+            if time.monotonic() >= deadline or not self._zk_mode_controller():
+                raise
+            # In two suite runs of the revert, the ZooKeeper-mode controller elected while broker 1 shut down never let
+            # it back into the ISR of the partitions it led itself (the other leader's partitions took it back). An
+            # operator's remedy for under-replicated partitions stuck like that is a controller move; done once, said
+            # on stderr and in `interventions`, and the wait goes on to the step's deadline.
+            first = str(stuck).splitlines()[:8]
+            self.interventions.append(f"broker {bid} not back in every ISR {ISR_STUCK:g} s after its restart: moved "
+                                      f"the ZooKeeper-mode controller ({'; '.join(first[2:])})")
+            print(f"\nmigration harness: {self.interventions[-1]}", file=sys.stderr)
+            with self.cluster._zk() as session:
+                session.delete(zf.CONTROLLER)
+            self._wait_in_sync(deadline)
+
+    def _zk_mode_controller(self) -> bool:
+        """/controller names a ZooKeeper-mode broker of this cluster (not a KRaft controller, not nobody)."""
+        with self.cluster._zk() as session:
+            node = session.get(zf.CONTROLLER)
+        if not node.exists:
+            return False
+        controller = zf.decode_controller(node.data)
+        return not controller.is_kraft and controller.broker_id in self.cluster.broker_ids
 
     def _wait(self, deadline: float, what: str, done: Callable[[], bool], log: Callable[[], Path],
               detail: Callable[[], str] | None = None) -> None:
@@ -402,7 +431,8 @@ class Migration:
                     lines = path.read_text("utf-8", "replace").splitlines()
                 except OSError:
                     continue
-                worst = [line for line in lines if " WARN " in line or " ERROR " in line][-15:]
+                worst = [line for line in lines if " WARN " in line or " ERROR " in line
+                         or any(k in line for k in DECISIONS)][-15:]
                 out += [f"--- broker {bid}: last warnings and errors of {path.name} ---", *(worst or ["(none)"])]
         return "\n".join(out) + "\n"
 

@@ -77,6 +77,15 @@ def test_reassignment_and_deletion_in_flight():
     assert d.verdict == FAIL and "old" in d.detail
 
 
+def test_a_stale_reassignment_entry_is_removed_then_the_controller_moved():
+    """KafkaController re-registers its watch on /admin/reassign_partitions only when it deletes the node itself
+    (PartitionReassignmentHandler.handleDeletion does nothing): after a hand deletion, the next reassignment written
+    there waits for another controller."""
+    c = one(replace(READY, reassigning=("gone-0 (topic deleted: a stale entry)",)), "reassignment")
+    assert c.verdict == FAIL and "rmr /admin/reassign_partitions" in c.fix and "rmr /controller" in c.fix
+    assert "rmr /controller" not in one(replace(READY, reassigning=("orders-0",)), "reassignment").fix
+
+
 def test_quorum_without_leader_behind_or_unseen():
     assert one(replace(READY, quorum=Quorum(None, 4, 0, READY.quorum.voters)), "quorum").verdict == FAIL
     behind = Quorum(3000, 4, 50_000, (QuorumReplica(3000, 50_000), QuorumReplica(3001, None),

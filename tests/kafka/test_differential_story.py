@@ -131,6 +131,9 @@ def _story(side: Side, tmp_path: Path) -> dict:
         assert code == 0 or "is down" not in err, f"{side.name}: elect refused ({code}): {out}{err}"
         if code != 0:
             raise RuntimeError(f"{side.name}: elect failed ({code}): {out}{err}")
+        # the same lag, met by the read Keel plans from: a partition whose preferred leader that broker does not
+        # show in the ISR yet is left out ("not eligible", as Kafka's controller would) and the rest elected (CI)
+        assert "not eligible:" not in out, f"{side.name}: {out}"
     eventually(elect, timeout=30, interval=1.0)
     shown["elected"] = _settled(side, topic, lambda v: _full_isr(v) and all(
         p["leader"] == p["replicas"][0] for p in v["partitions"].values()))

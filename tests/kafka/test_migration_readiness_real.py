@@ -15,6 +15,7 @@ from core import zkformat as zf
 from core.audit.store import Store
 from core.kafka.admin import KafkaAdmin
 from core.kafka.migration_facts import broker_facts
+from core.model import TopicPartitionReplicas
 from core.plans import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED, parse_reassignment, throttles_for
 from core.zk import reassign_writes
 from tests.kafka.realkafka import (RealKafka, create_topic, eventually, produce, running_reassignments,
@@ -90,6 +91,19 @@ def queued(kafka: RealKafka, topic: str) -> bool:
     return kafka.zk.get(f"{zf.DELETE_TOPICS}/{topic}").exists
 
 
+def move_controller(kafka: RealKafka) -> None:
+    """`rmr /controller`, then wait for the next controller. Kafka's ZooKeeper-mode controller watches
+    /admin/reassign_partitions again only after deleting it itself (PartitionReassignmentHandler.handleDeletion does
+    nothing): after a hand deletion it ignores the next reassignment written there, which is how an earlier version
+    of this test saw its topic deleted under a reassignment the controller never took up. A controller taking over
+    registers the watch again (what Keel's readiness advice tells an SRE to do)."""
+    kafka.zk.delete(zf.CONTROLLER)
+
+    def elected() -> None:
+        assert kafka.cluster.controller(kafka.zk) in kafka.cluster.broker_ids, "no controller yet"
+    eventually(elected, timeout=30, interval=0.2)
+
+
 def test_planted_problems_fail_their_checks_and_clear(healthy: RealKafka):
     kafka = healthy
     a, _, c = sorted(kafka.cluster.broker_ids)
@@ -144,11 +158,49 @@ def test_planted_problems_fail_their_checks_and_clear(healthy: RealKafka):
     eventually(deleted, timeout=60, interval=1.0)
     if kafka.zk.get(zf.REASSIGN).exists:  # leave the shared cluster as it was
         kafka.zk.delete(zf.REASSIGN)
+        move_controller(kafka)
 
     def cleared() -> None:
         r = readiness(kafka)
         assert [r[k]["verdict"] for k in ("reassignment", "deletion", "migration-node")] == ["ok"] * 3, r
     eventually(cleared, timeout=20, interval=1.0)
+
+
+def test_a_reassignment_written_after_a_hand_deletion_waits_for_another_controller(healthy: RealKafka):
+    """What readiness tells an SRE about a stale entry (`rmr /admin/reassign_partitions`, then `rmr /controller`),
+    checked against Kafka: after the node is deleted by hand, the controller ignores the next reassignment written
+    there; once the controller moves, the new one takes it up."""
+    kafka = healthy
+    a, b, _ = sorted(kafka.cluster.broker_ids)
+    stuck, later = f"hd-{uuid.uuid4().hex[:6]}", f"hd-{uuid.uuid4().hex[:6]}"
+    create_topic(kafka, stuck, {0: [a]})
+    create_topic(kafka, later, {0: [a]})
+
+    def replicas(topic: str) -> tuple[int, ...]:
+        kafka.zk.sync()
+        return tuple(zf.decode_topic(topic, kafka.zk.get(zf.topic_path(topic)).data).partitions[0])
+
+    # a reassignment that never ends (its new replica's broker does not exist): the node stays, followed by the
+    # controller, as a deleted topic's stale entry does
+    kafka.zk.create(zf.REASSIGN, zf.encode_reassignment([TopicPartitionReplicas(stuck, 0, (a, 99))]))
+    try:
+        eventually(lambda: _assert((stuck, 0) in running_reassignments(kafka, stuck), "not taken up"), timeout=30)
+        kafka.zk.delete(zf.REASSIGN)  # the SRE's `rmr`
+        kafka.zk.create(zf.REASSIGN, zf.encode_reassignment([TopicPartitionReplicas(later, 0, (b,))]))
+        time.sleep(5)  # a controller watching the node takes a reassignment up within a second
+        assert replicas(later) == (a,) and not running_reassignments(kafka, later), "taken up without a new controller"
+        move_controller(kafka)
+        eventually(lambda: _assert(replicas(later) == (b,), f"{later} on {replicas(later)}"), timeout=60)
+    finally:
+        with KafkaAdmin(kafka.bootstrap) as admin:
+            if (stuck, 0) in admin.reassignments([(stuck, 0)]):
+                admin.cancel_reassignments([(stuck, 0)])
+        eventually(lambda: _assert(not running_reassignments(kafka), "a reassignment still runs"), timeout=60)
+        kafka.admin.delete_topics([stuck, later])
+
+
+def _assert(ok: object, what: str) -> None:
+    assert ok, what
 
 
 def test_admin_api_write_allowed_on_a_cluster_reached_by_bootstrap(healthy: RealKafka, tmp_path, monkeypatch):
