@@ -344,18 +344,18 @@ class Migration:
         self.cluster.stop_broker(bid)
         self.brokers.stages[bid] = stage
         self.brokers.start_broker(bid, timeout=_left(deadline))  # registered, listening, a controller exists
+        short: list[str] = []
         try:
-            self._wait_in_sync(min(deadline, time.monotonic() + ISR_STUCK))
-        except KafkaRunError as stuck:
+            self._wait_in_sync(min(deadline, time.monotonic() + ISR_STUCK), short)
+        except KafkaRunError:
             if time.monotonic() >= deadline or not self._zk_mode_controller():
                 raise
             # In two suite runs of the revert, the ZooKeeper-mode controller elected while broker 1 shut down never let
             # it back into the ISR of the partitions it led itself (the other leader's partitions took it back). An
             # operator's remedy for under-replicated partitions stuck like that is a controller move; done once, said
             # on stderr and in `interventions`, and the wait goes on to the step's deadline.
-            first = str(stuck).splitlines()[:8]
             self.interventions.append(f"broker {bid} not back in every ISR {ISR_STUCK:g} s after its restart: moved "
-                                      f"the ZooKeeper-mode controller ({'; '.join(first[2:])})")
+                                      f"the ZooKeeper-mode controller ({'; '.join(short[:6])})")
             print(f"\nmigration harness: {self.interventions[-1]}", file=sys.stderr)
             with self.cluster._zk() as session:
                 session.delete(zf.CONTROLLER)
@@ -402,9 +402,10 @@ class Migration:
             return any(int(x["broker_id"]) == bid and not x.get("is_fenced")
                        for x in admin.describe_cluster().get("brokers") or ())
 
-    def _wait_in_sync(self, deadline: float) -> None:
-        """Until every partition has a leader and ISR == replicas, as the running brokers describe it."""
-        lagging: list[str] = []
+    def _wait_in_sync(self, deadline: float, lagging: list[str] | None = None) -> None:
+        """Until every partition has a leader and ISR == replicas, as the running brokers describe it. `lagging` is
+        left holding the partitions short of their ISR at the last read."""
+        lagging = [] if lagging is None else lagging
 
         def in_sync() -> bool:
             up = [b.endpoint for b in self.cluster.brokers if self.cluster._is_our_broker(b) and _port_open(b.port)]

@@ -130,6 +130,11 @@ def kafka_uuid(text: str | None) -> str | None:
     return base64.urlsafe_b64encode(uuid.UUID(text).bytes).decode().rstrip("=")
 
 
+def require(ok: object, what: object = "") -> None:
+    """`assert ok, what` as an expression, for the lambdas given to `eventually`."""
+    assert ok, what
+
+
 def eventually(check: Callable[[], T], timeout: float = 20.0, interval: float = 0.25) -> T:
     """Call `check` until it returns without an AssertionError; re-raise the last one after `timeout` seconds.
 

@@ -18,7 +18,7 @@ from core.kafka.migration_facts import broker_facts
 from core.model import TopicPartitionReplicas
 from core.plans import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED, parse_reassignment, throttles_for
 from core.zk import reassign_writes
-from tests.kafka.realkafka import (RealKafka, create_topic, eventually, produce, running_reassignments,
+from tests.kafka.realkafka import (RealKafka, create_topic, eventually, produce, require, running_reassignments,
                                    throttles_seen_by_kafka)
 
 
@@ -184,23 +184,19 @@ def test_a_reassignment_written_after_a_hand_deletion_waits_for_another_controll
     # controller, as a deleted topic's stale entry does
     kafka.zk.create(zf.REASSIGN, zf.encode_reassignment([TopicPartitionReplicas(stuck, 0, (a, 99))]))
     try:
-        eventually(lambda: _assert((stuck, 0) in running_reassignments(kafka, stuck), "not taken up"), timeout=30)
+        eventually(lambda: require((stuck, 0) in running_reassignments(kafka, stuck), "not taken up"), timeout=30)
         kafka.zk.delete(zf.REASSIGN)  # the SRE's `rmr`
         kafka.zk.create(zf.REASSIGN, zf.encode_reassignment([TopicPartitionReplicas(later, 0, (b,))]))
         time.sleep(5)  # a controller watching the node takes a reassignment up within a second
         assert replicas(later) == (a,) and not running_reassignments(kafka, later), "taken up without a new controller"
         move_controller(kafka)
-        eventually(lambda: _assert(replicas(later) == (b,), f"{later} on {replicas(later)}"), timeout=60)
+        eventually(lambda: require(replicas(later) == (b,), f"{later} on {replicas(later)}"), timeout=60)
     finally:
         with KafkaAdmin(kafka.bootstrap) as admin:
             if (stuck, 0) in admin.reassignments([(stuck, 0)]):
                 admin.cancel_reassignments([(stuck, 0)])
-        eventually(lambda: _assert(not running_reassignments(kafka), "a reassignment still runs"), timeout=60)
+        eventually(lambda: require(not running_reassignments(kafka), "a reassignment still runs"), timeout=60)
         kafka.admin.delete_topics([stuck, later])
-
-
-def _assert(ok: object, what: str) -> None:
-    assert ok, what
 
 
 def test_admin_api_write_allowed_on_a_cluster_reached_by_bootstrap(healthy: RealKafka, tmp_path, monkeypatch):

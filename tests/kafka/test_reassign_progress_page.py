@@ -17,7 +17,8 @@ from core.kafka.admin import KafkaAdmin
 from core.reassign_progress import format_bytes, format_seconds, samples_from_json
 from dashboard.reassign import progress as bytes_view
 from tests.dashboard.test_dashboard_apptest import app, metrics, texts, write_config  # noqa: F401
-from tests.kafka.realkafka import RealKafka, config_znodes, eventually, keel_zk, needs_kafka, running_reassignments
+from tests.kafka.realkafka import (RealKafka, config_znodes, eventually, keel_zk, needs_kafka, require,
+                                   running_reassignments)
 from tests.kafka.test_reassign_progress_real import _moving
 
 pytestmark = [needs_kafka("2.4", "listPartitionReassignments (KIP-455)"), pytest.mark.usefixtures("fresh_connections")]
@@ -95,7 +96,7 @@ def test_the_page_and_the_cli_show_the_same_numbers_then_the_page_raises_the_thr
     assert rates == {zf.broker_config_path(b): "3000000" for b in (1, 2, 3)}
     [row] = Store(kafka.store).actions(CLUSTER, kind="throttle", limit=1)
     assert (row.actor, row.payload["throttle"], row.payload["previous_throttle"]) == (ACTOR, 3_000_000, 200_000)
-    eventually(lambda: _assert(not running_reassignments(kafka, topic)), timeout=60)
+    eventually(lambda: require(not running_reassignments(kafka, topic)), timeout=60)
     kafka.keel_ok("verify", "--zk", kafka.zk_connect, "--reassignment-json-file", plan, "--store", str(kafka.store),
                   "--cluster", CLUSTER)
 
@@ -157,7 +158,3 @@ def test_kraft_status_and_throttle_through_the_brokers_alone(kraft, tmp_path):
         finally:
             keel("verify", "--bootstrap-server", boot, "--reassignment-json-file", str(plan), "--store", store)
             admin._admin.delete_topics([topic])  # noqa: SLF001
-
-
-def _assert(ok) -> None:
-    assert ok

@@ -24,6 +24,7 @@ from core.kafka.admin import KafkaAdmin
 from core.reassign_progress import progress, record
 from tests.kafka.realkafka import (
     RealKafka,
+    require,
     config_znodes,
     create_topic,
     eventually,
@@ -60,12 +61,8 @@ def _moving(kafka: RealKafka, tmp_path, prefix: str, rate: int = RATE, size: int
 
 
 def _finish(kafka: RealKafka, plan: str, topic: str) -> None:
-    eventually(lambda: _assert(not running_reassignments(kafka, topic), "still running"), timeout=90)
+    eventually(lambda: require(not running_reassignments(kafka, topic), "still running"), timeout=90)
     keel_zk_ok(kafka, "verify", "--reassignment-json-file", plan)
-
-
-def _assert(ok, what) -> None:
-    assert ok, what
 
 
 def _follow(kafka: RealKafka, admin: KafkaAdmin, *, until, every: float = 1.0, window: float = 60.0):

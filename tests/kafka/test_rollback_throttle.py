@@ -18,6 +18,7 @@ import pytest
 from core import zkformat as zf
 from tests.kafka.realkafka import (
     RealKafka,
+    require,
     started_action,
     broker_rates_shown,
     config_znodes,
@@ -38,20 +39,16 @@ BACK = ({"0:3", "0:2", "1:3", "1:1"}, {"0:1", "1:2"})  # TARGET -> ORIGINAL
 FORTH = ({"0:1", "0:2", "1:2", "1:1"}, {"0:3", "1:3"})  # ORIGINAL -> TARGET
 
 
-def _assert(ok: bool, what) -> None:
-    assert ok, what
-
-
 def _finished(kafka: RealKafka, topic: str, assignment: dict[int, list[int]]) -> None:
     """Kafka runs no reassignment of `topic`, which is on `assignment`; verify then removes the throttles."""
-    _assert(not running_reassignments(kafka, topic) and not kafka.zk.exists(zf.REASSIGN), "still running")
+    require(not running_reassignments(kafka, topic) and not kafka.zk.exists(zf.REASSIGN), "still running")
     assert kafka.assignment(topic) == assignment
 
 
 def _verified(kafka: RealKafka, plan: str, topic: str, assignment: dict[int, list[int]]) -> None:
     eventually(lambda: _finished(kafka, topic, assignment), timeout=60)
     keel_zk_ok(kafka, "verify", "--reassignment-json-file", plan)
-    eventually(lambda: _assert(throttles_seen_by_kafka(kafka, [topic]) == {}, "throttles left"))
+    eventually(lambda: require(throttles_seen_by_kafka(kafka, [topic]) == {}, "throttles left"))
 
 
 def _throttled_at(kafka: RealKafka, topic: str, rate: int, lists: tuple[set[str], set[str]]) -> None:
@@ -135,7 +132,7 @@ def _no_reassignment_left(healthy: RealKafka):
     """A failed test must not leave a reassignment or its throttles behind for the next module."""
     yield
     if healthy.zk.exists(zf.REASSIGN) or running_reassignments(healthy):
-        eventually(lambda: _assert(not healthy.zk.exists(zf.REASSIGN), "reassignment left"), timeout=120)
+        eventually(lambda: require(not healthy.zk.exists(zf.REASSIGN), "reassignment left"), timeout=120)
     from core.zk.reader import read_for_write
     from core.zk.reassign_writes import remove_throttles
 
