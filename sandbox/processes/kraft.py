@@ -195,7 +195,10 @@ class KraftCluster(KafkaCluster):
         config = self.broker_dir(b.id) / "server.properties"
         cmd = [java_for(self.version), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                self._log_flag(), f"-Dkafka.logs.dir={self.logs_dir(b.id)}",
-               "-cp", f"{lib_dir(self.version)}/*", "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+               "-cp", f"{lib_dir(self.version)}/*", "kafka.tools.StorageTool", "format",
+               # one argument: the id of a ZooKeeper cluster being migrated may start with "-", which "-t <id>" would
+               # read as an option (Kafka draws new KRaft ids again when they do; ZooKeeper mode never did)
+               f"--cluster-id={self.cluster_id}",
                "-c", str(config), "--ignore-formatted"]
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:

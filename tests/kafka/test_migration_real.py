@@ -39,6 +39,7 @@ pytestmark = needs_kafka("3.9", "the ZooKeeper -> KRaft migration as Kafka 3.9 d
 
 TOPIC = "migrated"
 MESSAGES = 300
+DASHED_CLUSTER_ID = "-fzyYT4TRBGWAlOX9S7RPg"  # the id CI's cluster drew when "-t <id>" failed the format
 PARTITIONS = 6
 
 
@@ -50,7 +51,12 @@ def zk_cluster(zk_server: str, tmp_path):
         kafka_runner.lib_dir(version)
     except kafka_runner.KafkaNotFetchedError:
         kafka_runner.fetch(version)
-    connect = f"{zk_server}/migration-{uuid.uuid4().hex[:8]}"
+    chroot = f"/migration-{uuid.uuid4().hex[:8]}"
+    connect = f"{zk_server}{chroot}"
+    # Kafka keeps a /cluster/id it finds. ZooKeeper mode's ids start with "-" once in 64 clusters, and such an id
+    # must reach the KRaft controllers' storage format intact: every migration here runs on one.
+    with ZkSession.open(zk_server) as session:
+        session.create(chroot + zf.CLUSTER_ID, zf.encode_cluster_id(DASHED_CLUSTER_ID), makepath=True)
     cluster = kafka_runner.KafkaCluster.create(tmp_path / "cluster", connect, brokers=3, detach=False,
                                                version=version)
     started = time.monotonic()
@@ -258,7 +264,7 @@ def test_zookeeper_to_kraft_migration_keeps_every_message(zk_cluster: Migration,
     assert len(got) == len(values) and sorted(got) == sorted(values)
     with KafkaAdmin(cluster.bootstrap_servers, timeout=20) as admin:
         snapshot = read_kafka_snapshot(admin)
-    assert snapshot.mode == "kraft"
+    assert snapshot.mode == "kraft" and snapshot.cluster_id == DASHED_CLUSTER_ID  # ZooKeeper mode's id, kept
     assert {b.id for b in snapshot.brokers if b.alive} == set(cluster.broker_ids)
     # through the brokers, Keel names the end of the story, and the cluster is written through them from now on
     out = io.StringIO()
