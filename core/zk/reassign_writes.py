@@ -99,6 +99,21 @@ def _config_ops(tree: ClusterTree, path: str, entity: str, update: dict[str, str
     return [write, Op("create", zf.CONFIG_CHANGE_PREFIX, zf.encode_config_change(entity), sequence=True)]
 
 
+def throttle_ops(tree: ClusterTree, throttles: Throttles, rate: int | None) -> list[Op]:
+    """The config writes of a replication throttle, as kafka-reassign-partitions makes them: each topic's
+    throttled-replica lists and each broker's leader and follower rates (rate None removes them all)."""
+    value = None if rate is None else str(rate)
+    ops: list[Op] = []
+    for topic in sorted(set(throttles.leader) | set(throttles.follower)):
+        ops += _config_ops(tree, zf.topic_config_path(topic), f"topics/{topic}",
+                           {LEADER_THROTTLED: throttles.leader.get(topic) if value else None,
+                            FOLLOWER_THROTTLED: throttles.follower.get(topic) if value else None})
+    for broker in throttles.brokers:
+        ops += _config_ops(tree, zf.broker_config_path(broker), f"brokers/{broker}",
+                           {LEADER_RATE: value, FOLLOWER_RATE: value})
+    return ops
+
+
 def _live(session: ZkSession) -> tuple[ClusterSnapshot, ClusterTree]:
     snap, tree = read_for_write(session)
     if snap.controller is not None and snap.controller.is_kraft:
@@ -159,15 +174,7 @@ def execute(session: ZkSession, store: Store, plan: ReassignmentPlan, *, cluster
     moving = moving_partitions(plan, snap)
     throttles = throttles_for(plan, snap, throttle) if throttle is not None and moving else None
 
-    ops: list[Op] = []
-    if throttles:
-        for topic in sorted(set(throttles.leader) | set(throttles.follower)):
-            ops += _config_ops(tree, zf.topic_config_path(topic), f"topics/{topic}",
-                               {LEADER_THROTTLED: throttles.leader.get(topic), FOLLOWER_THROTTLED:
-                                throttles.follower.get(topic)})
-        for broker in throttles.brokers:
-            ops += _config_ops(tree, zf.broker_config_path(broker), f"brokers/{broker}",
-                               {LEADER_RATE: str(throttle), FOLLOWER_RATE: str(throttle)})
+    ops = throttle_ops(tree, throttles, throttle) if throttles else []
     ops += _topic_checks(tree, (e.topic for e in plan.entries))
     node = zf.encode_reassignment(TopicPartitionReplicas(e.topic, e.partition, e.replicas) for e in plan.entries)
     ops.append(Op("create", zf.REASSIGN, node))
@@ -402,15 +409,7 @@ def change_throttle(session: ZkSession, store: Store, rate: int | None, *, clust
     topics = sorted(set(throttles.leader) | set(throttles.follower))
     refuse_corrupt(snap, [zf.CONTROLLER, *(zf.topic_config_path(t) for t in topics),
                           *(zf.broker_config_path(b) for b in throttles.brokers)], "change the throttle")
-    value = None if rate is None else str(rate)
-    ops: list[Op] = []
-    for topic in topics:
-        ops += _config_ops(tree, zf.topic_config_path(topic), f"topics/{topic}",
-                           {LEADER_THROTTLED: throttles.leader.get(topic) if value else None,
-                            FOLLOWER_THROTTLED: throttles.follower.get(topic) if value else None})
-    for broker in throttles.brokers:
-        ops += _config_ops(tree, zf.broker_config_path(broker), f"brokers/{broker}",
-                           {LEADER_RATE: value, FOLLOWER_RATE: value})
+    ops = throttle_ops(tree, throttles, rate)
     summary, payload, before = throttle_record(throttles, moving, rate, tree.broker_configs, tree.topic_configs)
     action = store.begin(cluster=cluster, kind="throttle", target=f"brokers {','.join(map(str, throttles.brokers))}",
                          summary=summary, payload={**payload, "writes": [op.path for op in ops]}, actor=actor)

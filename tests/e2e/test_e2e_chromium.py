@@ -111,7 +111,13 @@ def type_until(driver, selector: str, text: str, shown, timeout: float, what: st
             time.sleep(0.25)
         else:
             break
-    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+    # what the page showed, so that a timeout under load can be told from a page that drew something else
+    fields = driver.find_elements("css selector", selector)
+    held = fields[0].get_attribute("value") if fields else "(no field)"
+    busy = bool(driver.execute_script("return !!document.querySelector('[data-testid=stStatusWidget]')"))
+    shown_text = " ".join(driver.find_element("tag name", "body").text.split())[-800:]
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}; the field holds {held!r}, the page is "
+                f"{'running' if busy else 'idle'} and ends: {shown_text}")
 
 
 def screenshot(driver, tmp_path: Path, name: str) -> Path:

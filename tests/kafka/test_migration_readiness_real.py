@@ -16,8 +16,9 @@ from core.audit.store import Store
 from core.kafka.admin import KafkaAdmin
 from core.kafka.migration_facts import broker_facts
 from core.model import TopicPartitionReplicas
-from core.plans import FOLLOWER_RATE, FOLLOWER_THROTTLED, LEADER_RATE, LEADER_THROTTLED, parse_reassignment, throttles_for
+from core.plans import FOLLOWER_RATE, parse_reassignment, throttles_for
 from core.zk import reassign_writes
+from core.zk.reader import read_for_write
 from tests.kafka.realkafka import (RealKafka, create_topic, eventually, produce, require, running_reassignments,
                                    throttles_seen_by_kafka)
 
@@ -53,17 +54,9 @@ def throttle_before_it_starts(kafka: RealKafka, plan, rate: int) -> None:
     the topic's list too. Written by `execute` alone, the controller starts the copy before the brokers apply the
     throttle, and a copy that ran ahead ended during the readiness command (CI, stops 32 and 33); a stale rate another
     test left on the brokers let the earlier wait (any throttle shown) pass at once."""
-    snap, tree = reassign_writes._live(kafka.zk)
+    snap, tree = read_for_write(kafka.zk)
     throttles = throttles_for(plan, snap, rate)
-    ops = []
-    for topic in sorted(set(throttles.leader) | set(throttles.follower)):
-        ops += reassign_writes._config_ops(tree, zf.topic_config_path(topic), f"topics/{topic}",
-                                           {LEADER_THROTTLED: throttles.leader.get(topic),
-                                            FOLLOWER_THROTTLED: throttles.follower.get(topic)})
-    for b in throttles.brokers:
-        ops += reassign_writes._config_ops(tree, zf.broker_config_path(b), f"brokers/{b}",
-                                           {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)})
-    reassign_writes._multi(kafka.zk, ops)
+    kafka.zk.multi(reassign_writes.throttle_ops(tree, throttles, rate))
 
     def applied() -> None:
         seen = throttles_seen_by_kafka(kafka, [])

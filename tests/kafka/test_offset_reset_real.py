@@ -79,6 +79,17 @@ def _commit_with(admin, group: str, offsets: dict[tuple[str, int], int]) -> None
     assert all(e.__name__ == "NoError" for e in answer.values()), answer
 
 
+HALF_PAST_NINE = "<duration>"
+
+
+def _half_past_nine(base: int) -> str:
+    """The --by-duration that reaches back from now to 30 s after message 9 (one a minute from `base`). Each tool
+    subtracts it from its own clock, seconds apart: halfway between two messages, both land between the same two
+    (a fixed PT10M30S did not when the minute turned between the two calls)."""
+    seconds = round((time.time() * 1000 - (base + 9 * MINUTE + 30_000)) / 1000)
+    return f"PT{seconds // 60}M{seconds % 60}S"
+
+
 @pytest.fixture
 def setup(healthy: RealKafka):
     """A topic of 3 partitions, 20 messages each one minute apart (the last a minute ago), partition 0's first 3
@@ -117,14 +128,17 @@ def test_every_mode_matches_kafka_consumer_groups_dry_run_then_execute(setup, tm
         ("--all-topics", "--shift-by", "100"),
         ("--topic", topic, "--to-datetime", at),
         ("--topic", topic, "--to-datetime", "2999-01-01T00:00:00.000"),  # no message that late: the latest
-        ("--topic", f"{topic}:1", "--by-duration", "PT10M30S"),
+        ("--topic", f"{topic}:1", "--by-duration", HALF_PAST_NINE),
         ("--from-file", str(csv)),
     ]
     for case in cases:
+        case = tuple(_half_past_nine(base) if a == HALF_PAST_NINE else a for a in case)
         theirs = _tool_plan(kafka, group, *case)
         ours = _keel_plan(kafka, store, group, *case)
         assert ours == theirs, (case, ours, theirs)
         assert ours, case
+        if "--by-duration" in case:  # the first message at or after half past the ninth: the tenth
+            assert ours == {(topic, 1): 10}, (case, ours)
     # a few spelled out, so that agreeing on nothing cannot pass
     assert _keel_plan(kafka, store, group, "--all-topics", "--to-earliest") == \
         {(topic, 0): 3, (topic, 1): 0, (topic, 2): 0}
