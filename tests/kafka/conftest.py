@@ -32,13 +32,6 @@ SKIP_REASON = "KEEL_SKIP_KAFKA=1: the real-Kafka tests (tests/kafka) are skipped
 VERSION = kafka_version()  # KEEL_KAFKA_VERSION, KAFKA_VERSION or 3.9.1 (tests.kafka.realkafka)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "kafka_min(version, why): needs at least this Apache Kafka version "
-                                       "(skipped on older ones, with `why`)")
-    config.addinivalue_line("markers", "kraft: a KRaft test (the `kraft` fixture's, or marked): make "
-                                       "test-kafka-matrix runs these on Kafka 4 (-m kraft)")
-
-
 # Modules ("file.py") and tests ("file.py::test") that need a newer Kafka, named here for files that carry no
 # marker themselves (a module may instead say `pytestmark = needs_kafka(...)`). A test that only checks something
 # newer along the way (topic ids, 2.8+) runs on every version and checks that part as the version behaves.
