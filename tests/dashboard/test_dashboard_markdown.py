@@ -520,8 +520,7 @@ def test_chromium_fetches_and_links_nothing_a_cluster_wrote(cluster, leak_server
 
         value = None
         for _ in range(3):
-            e2e.wait_for(lambda: browser.execute_script(
-                "return !document.querySelector('[data-testid=stStatusWidget]')"), 45, "the page to be idle")
+            e2e.wait_for(lambda: e2e.page_idle(browser), 45, "the page to be idle")
             field = e2e.wait_for(lambda: browser.find_elements("css selector", NAME_FIELD), 45, "the topic name")[0]
             try:
                 value = paste_into(field)

@@ -86,14 +86,18 @@ def wait_for(predicate, timeout: float, what: str):
         time.sleep(0.25)
 
 
+def page_idle(driver) -> bool:
+    """No rerun in flight: Streamlit shows its status widget ("Running...") while a script run draws the page."""
+    return driver.execute_script("return !document.querySelector('[data-testid=stStatusWidget]')")
+
+
 def type_until(driver, selector: str, text: str, shown, timeout: float, what: str):
     """Type `text` into the field at `selector` once the page is idle, then wait for `shown()`. A rerun that
     lands while the page is still drawing itself can remount the field and drop the keys (seen under three test
     workers), so the keys are typed again, at most twice more, when the field no longer holds them."""
     deadline = time.monotonic() + timeout
     for _ in range(3):
-        wait_for(lambda: driver.execute_script(
-            "return !document.querySelector('[data-testid=stStatusWidget]')"), 45, "the page to be idle")
+        wait_for(lambda: page_idle(driver), 45, "the page to be idle")
         box = wait_for(lambda: driver.find_elements("css selector", selector), 45, what)[0]
         box.send_keys(Keys.CONTROL, "a")
         box.send_keys(text)
@@ -114,10 +118,9 @@ def type_until(driver, selector: str, text: str, shown, timeout: float, what: st
     # what the page showed, so that a timeout under load can be told from a page that drew something else
     fields = driver.find_elements("css selector", selector)
     held = fields[0].get_attribute("value") if fields else "(no field)"
-    busy = bool(driver.execute_script("return !!document.querySelector('[data-testid=stStatusWidget]')"))
-    shown_text = " ".join(driver.find_element("tag name", "body").text.split())[-800:]
+    shown_text = " ".join(body_text(driver).split())[-800:]
     pytest.fail(f"timed out after {timeout:g} s waiting for {what}; the field holds {held!r}, the page is "
-                f"{'running' if busy else 'idle'} and ends: {shown_text}")
+                f"{'idle' if page_idle(driver) else 'running'} and ends: {shown_text}")
 
 
 def screenshot(driver, tmp_path: Path, name: str) -> Path:

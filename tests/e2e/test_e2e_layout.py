@@ -120,10 +120,6 @@ def alerts(driver) -> str:
     return "\n".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, "[data-testid=stAlert]"))
 
 
-def idle(driver) -> bool:
-    return driver.execute_script("return !document.querySelector('[data-testid=stStatusWidget]')")
-
-
 # --- 1. heatmap cell texts ------------------------------------------------------------------------------------
 
 

@@ -18,7 +18,8 @@ import time
 import pytest
 
 from tests.dashboard.test_security_page import SCRAM_256, SECRETS, config_node
-from tests.e2e.test_e2e_layout import CHROMEDRIVER, CHROMIUM, CUT_BUTTONS, DEMO, alerts, idle, shot, wait_js
+from tests.e2e.test_e2e_chromium import page_idle
+from tests.e2e.test_e2e_layout import CHROMEDRIVER, CHROMIUM, CUT_BUTTONS, DEMO, alerts, shot, wait_js
 from tests.e2e.test_e2e_chromium import serve
 from tests.support.browser import chromium
 from tests.support.sandbox_helpers import running_sandbox
@@ -70,7 +71,7 @@ def browser():
 def _settle(browser, timeout: float = 20) -> None:
     """Until the app is idle (no running indicator), then a moment for the layout."""
     deadline = time.monotonic() + timeout
-    while not idle(browser) and time.monotonic() < deadline:
+    while not page_idle(browser) and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(1.0)
 

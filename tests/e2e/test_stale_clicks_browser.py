@@ -7,7 +7,7 @@ import time
 
 from core import zkformat as zf
 from tests.dashboard.test_stale_clicks import STALE, partitions_of
-from tests.e2e.test_e2e_chromium import body_text, click_text, screenshot, wait_for
+from tests.e2e.test_e2e_chromium import body_text, click_text, page_idle, screenshot, wait_for
 
 
 def field(driver, label):
@@ -20,8 +20,7 @@ def type_name(driver, name: str) -> None:
     in a field that run then replaces, and are lost (once, with four test workers). Typed again, at most twice, when
     the field does not hold them."""
     for _ in range(3):
-        wait_for(lambda: not driver.find_elements("css selector", "[data-testid=stStatusWidget]"), 45,
-                 "the page to be idle")
+        wait_for(lambda: page_idle(driver), 45, "the page to be idle")
         box = field(driver, "Topic name")
         box.send_keys(name)
         time.sleep(0.5)
